@@ -1,0 +1,227 @@
+"""The error catalogue as data: every public ``CORETSIA_WORKER_*`` code and reason token.
+
+Seed 000 fixes the codes and tokens; operators, scripts and third-party clients match on
+them, so they are a stable contract: a token is never renamed or reused for another
+meaning. Each reason belongs to exactly one code, and each code maps to one exit status.
+The one-line explanations double as the troubleshooting table in ``docs/``.
+
+Three groups extend the seed, each documented in ``docs/protocol.md``: the configuration
+error (the seed leaves its shape to the framework), the protocol-violation tokens (the
+seed's "strict about unknown keys" needs a name for each way a frame can be wrong) and the
+health reasons (the seed asks for a "bounded package-owned health token").
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+from coretsia.worker_protocol.exit_codes import ExitCode
+
+
+class ErrorCode(str, enum.Enum):
+    """The ``CORETSIA_WORKER_*`` codes: the part of an error a script matches on first."""
+
+    START_FAILED = "CORETSIA_WORKER_START_FAILED"
+    LIFECYCLE_FAILED = "CORETSIA_WORKER_LIFECYCLE_FAILED"
+    FORK_FAILED = "CORETSIA_WORKER_FORK_FAILED"
+    ALREADY_RUNNING = "CORETSIA_WORKER_ALREADY_RUNNING"
+    COMMUNICATION_FAILED = "CORETSIA_WORKER_COMMUNICATION_FAILED"
+    NOT_RUNNING = "CORETSIA_WORKER_NOT_RUNNING"
+    CONFIG_INVALID = "CORETSIA_WORKER_CONFIG_INVALID"
+    PROTOCOL_VIOLATION = "CORETSIA_WORKER_PROTOCOL_VIOLATION"
+
+
+class Reason(str, enum.Enum):
+    """Reason tokens: the bounded, package-owned word after the code."""
+
+    # CORETSIA_WORKER_START_FAILED
+    START_FAILED = "worker-start-failed"
+    TASK_SOURCE_MISSING = "worker-task-source-missing"
+    TASK_SOURCE_AMBIGUOUS = "worker-task-source-ambiguous"
+    TASK_SOURCE_INVALID = "worker-task-source-invalid"
+    TASK_SOURCE_UNRESOLVABLE = "worker-task-source-unresolvable"
+    TASK_SOURCE_NOT_READY = "worker-task-source-not-ready"
+    READINESS_TIMEOUT = "worker-readiness-timeout"
+    READINESS_INVALID = "worker-readiness-invalid"
+    CHILD_START_FAILED = "worker-child-start-failed"
+    SIGNAL_HANDLING_UNAVAILABLE = "worker-signal-handling-unavailable"
+    PEER_VERSION_MISMATCH = "worker-peer-version-mismatch"
+    # CORETSIA_WORKER_LIFECYCLE_FAILED
+    LIFECYCLE_FAILED = "worker-lifecycle-failed"
+    INVALID_STATE = "worker-invalid-state"
+    TASK_SOURCE_TERMINATED = "worker-task-source-terminated"
+    TASK_SOURCE_RECEIVE_FAILED = "worker-task-source-receive-failed"
+    TASK_SETTLEMENT_FAILED = "worker-task-settlement-failed"
+    CHILD_EXITED = "worker-child-exited"
+    SHUTDOWN_FAILED = "worker-shutdown-failed"
+    RUNTIME_CLEANUP_FAILED = "worker-runtime-cleanup-failed"
+    LIFECYCLE_LOCK_FAILED = "worker-lifecycle-lock-failed"
+    LIFECYCLE_LOCATOR_FAILED = "worker-lifecycle-locator-failed"
+    PROCESS_HOST_FAILED = "worker-process-host-failed"
+    # CORETSIA_WORKER_FORK_FAILED
+    FORK_FAILED = "worker-fork-failed"
+    # CORETSIA_WORKER_ALREADY_RUNNING
+    ALREADY_RUNNING = "worker-already-running"
+    # CORETSIA_WORKER_COMMUNICATION_FAILED
+    COMMUNICATION_FAILED = "worker-communication-failed"
+    # CORETSIA_WORKER_NOT_RUNNING
+    NOT_RUNNING = "worker-not-running"
+    # CORETSIA_WORKER_CONFIG_INVALID (extension: key and rule travel as separate fields)
+    CONFIG_INVALID = "worker-config-invalid"
+    # CORETSIA_WORKER_PROTOCOL_VIOLATION (extension: one token per way a frame is wrong)
+    FRAME_OVERSIZED = "worker-frame-oversized"
+    FRAME_NOT_UTF8 = "worker-frame-not-utf8"
+    FRAME_NOT_JSON = "worker-frame-not-json"
+    FRAME_DUPLICATE_KEY = "worker-frame-duplicate-key"
+    FRAME_NOT_OBJECT = "worker-frame-not-object"
+    FRAME_UNKNOWN_KEY = "worker-frame-unknown-key"
+    FRAME_MISSING_KEY = "worker-frame-missing-key"
+    FRAME_WRONG_TYPE = "worker-frame-wrong-type"
+    FRAME_INVALID_VALUE = "worker-frame-invalid-value"
+    FRAME_UNSUPPORTED_VERSION = "worker-frame-unsupported-version"
+    FRAME_UNKNOWN_TYPE = "worker-frame-unknown-type"
+    FRAME_UNEXPECTED = "worker-frame-unexpected"
+    FRAME_TRUNCATED = "worker-frame-truncated"
+
+
+class HealthReason(str, enum.Enum):
+    """Why ``health`` answered as it did: the only values its ``reason`` field takes."""
+
+    HEALTHY = "worker-pool-healthy"
+    STARTING = "worker-pool-starting"
+    STOPPING = "worker-pool-stopping"
+    SLOTS_NOT_READY = "worker-slots-not-ready"
+    CHILD_FAILURE_PENDING = "worker-child-failure-pending"
+
+
+class ConfigRule(str, enum.Enum):
+    """Which configuration rule a value broke; paired with the key, never the value."""
+
+    FILE_MISSING = "file-missing"
+    FILE_UNREADABLE = "file-unreadable"
+    NOT_TOML = "not-toml"
+    UNKNOWN_KEY = "unknown-key"
+    WRONG_TYPE = "wrong-type"
+    OUT_OF_RANGE = "out-of-range"
+    NOT_ONE_OF = "not-one-of"
+    NOT_LOOPBACK = "not-loopback"
+    UNSAFE_PATH = "unsafe-path"
+    OVERLAPPING_PATH = "overlapping-path"
+    RESERVED_PATH = "reserved-path"
+    UNAVAILABLE = "unavailable"
+    INVALID_TARGET = "invalid-target"
+
+
+#: Which code each reason belongs to.
+REASON_CODES: Final[dict[Reason, ErrorCode]] = {
+    **dict.fromkeys(
+        (
+            Reason.START_FAILED,
+            Reason.TASK_SOURCE_MISSING,
+            Reason.TASK_SOURCE_AMBIGUOUS,
+            Reason.TASK_SOURCE_INVALID,
+            Reason.TASK_SOURCE_UNRESOLVABLE,
+            Reason.TASK_SOURCE_NOT_READY,
+            Reason.READINESS_TIMEOUT,
+            Reason.READINESS_INVALID,
+            Reason.CHILD_START_FAILED,
+            Reason.SIGNAL_HANDLING_UNAVAILABLE,
+            Reason.PEER_VERSION_MISMATCH,
+        ),
+        ErrorCode.START_FAILED,
+    ),
+    **dict.fromkeys(
+        (
+            Reason.LIFECYCLE_FAILED,
+            Reason.INVALID_STATE,
+            Reason.TASK_SOURCE_TERMINATED,
+            Reason.TASK_SOURCE_RECEIVE_FAILED,
+            Reason.TASK_SETTLEMENT_FAILED,
+            Reason.CHILD_EXITED,
+            Reason.SHUTDOWN_FAILED,
+            Reason.RUNTIME_CLEANUP_FAILED,
+            Reason.LIFECYCLE_LOCK_FAILED,
+            Reason.LIFECYCLE_LOCATOR_FAILED,
+            Reason.PROCESS_HOST_FAILED,
+        ),
+        ErrorCode.LIFECYCLE_FAILED,
+    ),
+    Reason.FORK_FAILED: ErrorCode.FORK_FAILED,
+    Reason.ALREADY_RUNNING: ErrorCode.ALREADY_RUNNING,
+    Reason.COMMUNICATION_FAILED: ErrorCode.COMMUNICATION_FAILED,
+    Reason.NOT_RUNNING: ErrorCode.NOT_RUNNING,
+    Reason.CONFIG_INVALID: ErrorCode.CONFIG_INVALID,
+    **dict.fromkeys(
+        (r for r in Reason if r.value.startswith("worker-frame-")),
+        ErrorCode.PROTOCOL_VIOLATION,
+    ),
+}
+
+#: The exit status a command ends with when it fails with this code.
+EXIT_CODES: Final[dict[ErrorCode, ExitCode]] = {
+    ErrorCode.START_FAILED: ExitCode.FAILURE,
+    ErrorCode.LIFECYCLE_FAILED: ExitCode.FAILURE,
+    ErrorCode.FORK_FAILED: ExitCode.FAILURE,
+    ErrorCode.ALREADY_RUNNING: ExitCode.FAILURE,
+    ErrorCode.COMMUNICATION_FAILED: ExitCode.UNKNOWN,
+    ErrorCode.NOT_RUNNING: ExitCode.NOT_RUNNING,
+    ErrorCode.CONFIG_INVALID: ExitCode.CONFIG_INVALID,
+    ErrorCode.PROTOCOL_VIOLATION: ExitCode.UNKNOWN,
+}
+
+#: What each reason means to an operator: the likely cause, then what to do.
+EXPLANATIONS: Final[dict[Reason, str]] = {
+    Reason.START_FAILED: "start failed for an unexpected reason; run again with the "
+    "debug switch to see the traceback",
+    Reason.TASK_SOURCE_MISSING: "no installed task source serves the configured task_type; "
+    "install one or set task_source",
+    Reason.TASK_SOURCE_AMBIGUOUS: "several task sources serve the task_type; select one by "
+    "name in the configuration",
+    Reason.TASK_SOURCE_INVALID: "the task source factory returned an object without "
+    "assert_ready/receive",
+    Reason.TASK_SOURCE_UNRESOLVABLE: "the task source could not be imported or built in "
+    "the worker; check the module:attr and the application's import path",
+    Reason.TASK_SOURCE_NOT_READY: "the task source's assert_ready failed (its backend is "
+    "unreachable?)",
+    Reason.READINESS_TIMEOUT: "a worker did not become ready within start_timeout_ms",
+    Reason.READINESS_INVALID: "a worker sent a malformed or unauthenticated readiness frame",
+    Reason.CHILD_START_FAILED: "a worker process could not be started or failed during boot",
+    Reason.SIGNAL_HANDLING_UNAVAILABLE: "signal handling cannot be installed here (not the "
+    "main thread, or inside a running event loop)",
+    Reason.PEER_VERSION_MISMATCH: "the supervisor, guardian and proc host are not the same "
+    "version; reinstall them together",
+    Reason.LIFECYCLE_FAILED: "the supervisor failed for an unexpected reason",
+    Reason.INVALID_STATE: "an invalid state or value was met (for example an invalid task_type)",
+    Reason.TASK_SOURCE_TERMINATED: "receive() returned None outside shutdown",
+    Reason.TASK_SOURCE_RECEIVE_FAILED: "the task source's receive() raised",
+    Reason.TASK_SETTLEMENT_FAILED: "complete() or fail() of a task raised",
+    Reason.CHILD_EXITED: "a worker exited unexpectedly while the pool was running",
+    Reason.SHUTDOWN_FAILED: "a worker survived every shutdown phase (SIGKILL included); the "
+    "lock stays held until it is gone",
+    Reason.RUNTIME_CLEANUP_FAILED: "a runtime file could not be removed during cleanup",
+    Reason.LIFECYCLE_LOCK_FAILED: "the lifecycle lock could not be created or probed; check "
+    "var/tmp permissions",
+    Reason.LIFECYCLE_LOCATOR_FAILED: "the private locator could not be written",
+    Reason.PROCESS_HOST_FAILED: "the guardian or the proc host died or broke its protocol",
+    Reason.FORK_FAILED: "the OS refused to create a process (limits, memory)",
+    Reason.ALREADY_RUNNING: "a worker generation of this root is active or still being "
+    "cleaned up; stop it first, or wait",
+    Reason.COMMUNICATION_FAILED: "the lock is held but the supervisor cannot be reached or "
+    "its locator is invalid",
+    Reason.NOT_RUNNING: "no worker generation is active for this root",
+    Reason.CONFIG_INVALID: "a configuration key breaks a rule; the key and rule are named",
+    Reason.FRAME_OVERSIZED: "a frame exceeded the maximum frame size",
+    Reason.FRAME_NOT_UTF8: "a frame was not valid UTF-8",
+    Reason.FRAME_NOT_JSON: "a frame was not valid JSON",
+    Reason.FRAME_DUPLICATE_KEY: "a frame repeated a key",
+    Reason.FRAME_NOT_OBJECT: "a frame was not a JSON object",
+    Reason.FRAME_UNKNOWN_KEY: "a frame carried a key its schema does not define",
+    Reason.FRAME_MISSING_KEY: "a frame lacked a key its schema requires",
+    Reason.FRAME_WRONG_TYPE: "a frame field had the wrong JSON type",
+    Reason.FRAME_INVALID_VALUE: "a frame field had a value outside its domain",
+    Reason.FRAME_UNSUPPORTED_VERSION: "a frame carried a version this side does not speak",
+    Reason.FRAME_UNKNOWN_TYPE: "a frame carried an unknown type tag",
+    Reason.FRAME_UNEXPECTED: "a frame arrived that the conversation does not allow here",
+    Reason.FRAME_TRUNCATED: "the peer closed the stream in the middle of a frame",
+}

@@ -1,0 +1,234 @@
+"""A blocking control client: how third parties and the CLI talk to a running supervisor.
+
+This is the package's one I/O module for clients (stdlib sockets only, no trio, cattrs or
+psutil, so an exec probe stays fast). It finds a supervisor from a project root exactly
+as seed 000's liveness rules say:
+
+* lifecycle lock free (or absent): not running, :class:`WorkerNotRunningError`;
+* lock held, locator missing, unreadable, oversized, a symlink, not mode 0600, not ours
+  or schema-invalid: :class:`WorkerCommunicationFailedError`;
+* lock held, endpoint not acceptable (a socket path outside the root, a TCP host other
+  than 127.0.0.1), unreachable, or silent after the request (a wrong credential is
+  answered by a silent close): :class:`WorkerCommunicationFailedError`.
+
+The endpoint is checked *before* the credential is sent, so a tampered locator cannot make
+the client hand the credential to someone else. Every wait is bounded.
+
+Example::
+
+    from coretsia.worker_protocol.client import ControlClient
+
+    summary = ControlClient("/srv/app").status().summary
+    print(summary.pool_status.value, summary.ready_worker_count)
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import stat
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Final, TypeVar
+
+from coretsia.worker_protocol import lock
+from coretsia.worker_protocol.control import (
+    ControlRequest,
+    ControlResponse,
+    ErrorResponse,
+    HealthResponse,
+    StatusResponse,
+    StoppedResponse,
+    StopProgress,
+    decode_response,
+    encode_request,
+)
+from coretsia.worker_protocol.exceptions import (
+    ProtocolError,
+    WorkerCommunicationFailedError,
+    WorkerNotRunningError,
+    error_for,
+)
+from coretsia.worker_protocol.framing import LineFramer, Need
+from coretsia.worker_protocol.lifecycle import LOCATOR_PATH, LOCK_PATH
+from coretsia.worker_protocol.locator import MAX_LOCATOR_BYTES, Locator, decode_locator
+from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
+
+R = TypeVar("R")
+
+DEFAULT_TIMEOUT_S: Final = 5.0
+"""Bound on a ``status`` or ``health`` round trip, connection included."""
+
+STOP_SLACK_S: Final = 5.0
+"""Added to the published shutdown budgets when waiting for ``stopped``."""
+
+_LOOPBACK: Final = "127.0.0.1"
+_SUN_PATH_MAX: Final = 100
+
+
+class ControlClient:
+    """Finds the supervisor of one project root and sends it control requests."""
+
+    def __init__(self, root: str | os.PathLike[str], *, timeout: float = DEFAULT_TIMEOUT_S):
+        self._root = os.path.realpath(os.fspath(root))
+        self._timeout = timeout
+
+    def is_running(self) -> bool:
+        """True while a worker generation holds the lock (it may still be unreachable)."""
+        return self._probe()
+
+    def status(self) -> StatusResponse:
+        """The live state of the pool."""
+        return self._ask(ControlCommand.STATUS, StatusResponse, self._timeout, None)
+
+    def health(self) -> HealthResponse:
+        """The live health of the pool (``healthy`` false is an answer, not an error)."""
+        return self._ask(ControlCommand.HEALTH, HealthResponse, self._timeout, None)
+
+    def stop(self, on_progress: Callable[[StopProgress], None] | None = None) -> None:
+        """Stop the pool; return once it answers ``stopped`` (the lock is then free).
+
+        Waits at most the published stop budget plus twice the force-kill budget plus a
+        slack; shutdown goes on in the supervisor whatever this client does.
+        """
+        self._ask(ControlCommand.STOP, StoppedResponse, None, on_progress)
+
+    # -- discovery ----------------------------------------------------------------------
+
+    def _probe(self) -> bool:
+        try:
+            return lock.probe(os.path.join(self._root, LOCK_PATH))
+        except OSError as exc:
+            raise WorkerCommunicationFailedError from exc
+
+    def _read_locator(self) -> Locator:
+        path = os.path.join(self._root, LOCATOR_PATH)
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        flags |= getattr(os, "O_NONBLOCK", 0)  # a FIFO planted there must not block us
+        try:
+            fd = os.open(path, flags)
+        except OSError as exc:  # missing, a symlink (ELOOP), unreadable
+            raise WorkerCommunicationFailedError from exc
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_LOCATOR_BYTES:
+                raise WorkerCommunicationFailedError
+            if sys.platform != "win32" and (
+                stat.S_IMODE(info.st_mode) != 0o600 or info.st_uid != os.geteuid()
+            ):
+                raise WorkerCommunicationFailedError
+            data = os.read(fd, MAX_LOCATOR_BYTES + 1)
+        except OSError as exc:
+            raise WorkerCommunicationFailedError from exc
+        finally:
+            os.close(fd)
+        try:
+            return decode_locator(data)
+        except ProtocolError as exc:
+            raise WorkerCommunicationFailedError from exc
+
+    def _socket_path(self, locator: Locator) -> str:
+        """The socket's absolute path, after checking it stays inside the root."""
+        assert locator.path is not None
+        path = os.path.join(self._root, locator.path)
+        parent = os.path.realpath(os.path.dirname(path))
+        if parent != self._root and not parent.startswith(self._root + os.sep):
+            raise WorkerCommunicationFailedError
+        path = os.path.join(parent, os.path.basename(path))
+        try:
+            info = os.lstat(path)
+        except OSError as exc:
+            raise WorkerCommunicationFailedError from exc
+        if not stat.S_ISSOCK(info.st_mode) or info.st_uid != os.geteuid():
+            raise WorkerCommunicationFailedError
+        return path
+
+    def _connect(self, locator: Locator, deadline: float) -> socket.socket:
+        if locator.transport is Transport.TCP:
+            if locator.host != _LOOPBACK or locator.port is None:
+                raise WorkerCommunicationFailedError
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            address: str | tuple[str, int] = (_LOOPBACK, locator.port)
+        else:
+            address = self._socket_path(locator)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(_remaining(deadline))
+            if isinstance(address, str) and len(address) > _SUN_PATH_MAX:
+                _connect_long_unix_path(sock, address)
+            else:
+                sock.connect(address)
+        except OSError as exc:
+            sock.close()
+            raise WorkerCommunicationFailedError from exc
+        return sock
+
+    # -- one exchange -------------------------------------------------------------------
+
+    def _ask(
+        self,
+        command: ControlCommand,
+        expected: type[R],
+        timeout: float | None,
+        on_progress: Callable[[StopProgress], None] | None,
+    ) -> R:
+        if not self._probe():
+            raise WorkerNotRunningError
+        locator = self._read_locator()
+        budget = timeout if timeout is not None else locator.stop_wait_ms / 1000 + STOP_SLACK_S
+        deadline = time.monotonic() + budget
+        with self._connect(locator, deadline) as sock:
+            try:
+                sock.sendall(encode_request(ControlRequest(command, locator.credential)))
+                for response in _responses(sock, deadline):
+                    if isinstance(response, ErrorResponse):
+                        raise error_for(response.reason)
+                    if isinstance(response, StopProgress) and command is ControlCommand.STOP:
+                        if on_progress is not None:
+                            on_progress(response)
+                        continue
+                    if isinstance(response, expected):
+                        return response
+                    raise WorkerCommunicationFailedError
+            except (OSError, ProtocolError) as exc:
+                if isinstance(exc, WorkerCommunicationFailedError):
+                    raise
+                raise WorkerCommunicationFailedError from exc
+        # The supervisor closed without a terminal answer (a refused credential, a crash).
+        raise WorkerCommunicationFailedError
+
+
+def _remaining(deadline: float) -> float:
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError
+    return left
+
+
+def _responses(sock: socket.socket, deadline: float) -> Iterator[ControlResponse]:
+    framer = LineFramer()
+    while True:
+        frame = framer.next_frame()
+        if frame is Need.CLOSED:
+            return
+        if frame is Need.DATA:
+            sock.settimeout(_remaining(deadline))
+            framer.receive_data(sock.recv(4096))
+            continue
+        yield decode_response(frame)
+
+
+def _connect_long_unix_path(sock: socket.socket, path: str) -> None:
+    """Reach a socket whose absolute path is too long for ``sun_path``.
+
+    Linux resolves ``/proc/self/fd/N/name`` through an open directory descriptor, which
+    keeps the address short without a process-wide ``chdir``.
+    """
+    if not sys.platform.startswith("linux"):
+        raise WorkerCommunicationFailedError
+    dir_fd = os.open(os.path.dirname(path), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        sock.connect(f"/proc/self/fd/{dir_fd}/{os.path.basename(path)}")
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,37 @@
+"""The canonical lifecycle files of a project root (seed 000); not configurable.
+
+Every path is relative to the project root. The lock is the only liveness authority: the
+guardian holds it for the whole life of a worker generation, cleanup included, so a free
+lock means "not running" whatever the other files say.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+RUNTIME_DIR: Final = "var/tmp"
+"""Where the lifecycle files live."""
+
+LOCK_PATH: Final = "var/tmp/worker.lock"
+"""The generation fence, held by the guardian."""
+
+LOCATOR_PATH: Final = "var/tmp/worker.lifecycle.json"
+"""The private locator (mode 0600): endpoint, credential, stop budgets."""
+
+LOCATOR_TMP_PATH: Final = "var/tmp/worker.lifecycle.json.tmp"
+"""The fixed temporary file the locator is written to before its atomic rename."""
+
+ENDPOINT_KEY_PATH: Final = "var/tmp/worker.endpoint-key"
+"""The per-root secret keying the public endpoint hash (mode 0600)."""
+
+GENERATIONS_DIR: Final = "var/generations"
+"""Where immutable generations are published; ``current`` selects one."""
+
+CANONICAL_PATHS: Final = (
+    LOCK_PATH,
+    LOCATOR_PATH,
+    LOCATOR_TMP_PATH,
+    ENDPOINT_KEY_PATH,
+    GENERATIONS_DIR,
+)
+"""Paths no configurable runtime path may equal or overlap."""

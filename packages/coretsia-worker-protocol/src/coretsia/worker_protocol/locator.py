@@ -1,0 +1,106 @@
+"""The private lifecycle locator v1: how a client finds and authenticates to a supervisor.
+
+The supervisor writes ``var/tmp/worker.lifecycle.json`` (mode 0600, temp file and rename)
+after its listener, signal handling and ``starting`` state are ready and before any worker
+is spawned. Clients read it only while the lifecycle lock is held. It holds the one secret
+of a running pool, the control credential, so it is never printed, logged or copied.
+
+Exact schema, by transport::
+
+    {"credential": "<64 hex>", "force_kill_timeout_ms": 1000, "path": "var/tmp/worker.sock",
+     "stop_timeout_ms": 10000, "transport": "unix", "version": 1}
+    {"credential": "<64 hex>", "force_kill_timeout_ms": 1000, "host": "127.0.0.1",
+     "port": 9327, "stop_timeout_ms": 10000, "transport": "tcp", "version": 1}
+
+``path`` is relative to the project root. The decoder checks the shape; whether the
+endpoint is acceptable to connect to (inside the root, loopback only) is the client's
+endpoint-consistency check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from coretsia.worker_protocol import _strict as s
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.paths import is_safe_relative_path
+from coretsia.worker_protocol.vocabulary import CREDENTIAL_HEX_LEN, MAX_TIMEOUT_MS, Transport
+
+LOCATOR_VERSION: Final = 1
+"""The version of the locator schema."""
+
+MAX_LOCATOR_BYTES: Final = 4096
+"""A locator file larger than this is rejected before it is parsed."""
+
+_COMMON: Final = frozenset(
+    {"version", "transport", "credential", "stop_timeout_ms", "force_kill_timeout_ms"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Locator:
+    """The active supervisor's endpoint, credential and stop budgets."""
+
+    transport: Transport
+    credential: str = field(repr=False)
+    stop_timeout_ms: int
+    force_kill_timeout_ms: int
+    path: str | None = None
+    """Root-relative UNIX socket path (``unix`` only)."""
+    host: str | None = None
+    """Always ``127.0.0.1`` for a sane supervisor (``tcp`` only)."""
+    port: int | None = None
+    """The TCP port (``tcp`` only)."""
+
+    @property
+    def stop_wait_ms(self) -> int:
+        """Longest a whole shutdown may take: cooperative, then terminate, then kill."""
+        return self.stop_timeout_ms + 2 * self.force_kill_timeout_ms
+
+
+def _read(obj: s.JsonObject) -> Locator:
+    s.check_version(obj, LOCATOR_VERSION)
+    if "transport" not in obj:
+        raise s.FieldError(Reason.FRAME_MISSING_KEY, "$.transport")
+    transport = s.get_enum(obj, "transport", Transport)
+    path = host = port = None
+    if transport is Transport.UNIX:
+        s.check_keys(obj, _COMMON | {"path"})
+        path = s.get_str(obj, "path")
+        if not is_safe_relative_path(path):
+            raise s.FieldError(Reason.FRAME_INVALID_VALUE, "$.path")
+    else:
+        s.check_keys(obj, _COMMON | {"host", "port"})
+        host = s.get_str(obj, "host", 64)
+        port = s.get_int(obj, "port", 1, 65535)
+    return Locator(
+        transport=transport,
+        credential=s.get_hex(obj, "credential", CREDENTIAL_HEX_LEN),
+        stop_timeout_ms=s.get_int(obj, "stop_timeout_ms", 1, MAX_TIMEOUT_MS),
+        force_kill_timeout_ms=s.get_int(obj, "force_kill_timeout_ms", 1, MAX_TIMEOUT_MS),
+        path=path,
+        host=host,
+        port=port,
+    )
+
+
+def encode_locator(locator: Locator) -> bytes:
+    """Encode the locator file's bytes, checked by the rules every reader applies."""
+    obj: s.JsonObject = {
+        "version": LOCATOR_VERSION,
+        "transport": locator.transport.value,
+        "credential": locator.credential,
+        "stop_timeout_ms": locator.stop_timeout_ms,
+        "force_kill_timeout_ms": locator.force_kill_timeout_ms,
+    }
+    if locator.transport is Transport.UNIX:
+        obj["path"] = locator.path
+    else:
+        obj.update(host=locator.host, port=locator.port)
+    return s.encode_checked(obj, _read)
+
+
+def decode_locator(data: bytes) -> Locator:
+    """Decode the locator file's bytes; anything off is a :class:`RemoteProtocolError`."""
+    return s.decode_checked(data, _read, MAX_LOCATOR_BYTES)

@@ -1,0 +1,90 @@
+"""The lifecycle lock: how the guardian holds the generation fence and how clients probe it.
+
+One module defines both sides so they always agree on the kind of lock. On Linux it is an
+open-file-description lock (``F_OFD_SETLK``): like ``flock`` it belongs to the open file,
+not the process, and dies with the last descriptor whatever killed the holder; unlike
+``flock`` it can be *tested* with ``F_OFD_GETLK`` without being taken. A probe that took
+the lock, even briefly, could make a concurrent ``start`` fail, and a probe that created
+the file would leave litter in a root that never ran a pool. Other POSIX systems use
+classic ``fcntl`` record locks (the guardian is one process holding one descriptor, so
+their per-process semantics do no harm); Windows uses ``msvcrt.locking``, whose probe
+has to take and release the lock (documented in ``docs/protocol.md``).
+
+This is I/O: nothing on the sans-IO side of the package imports it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import struct
+import sys
+from typing import Final
+
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+else:
+    import fcntl
+
+# struct flock: l_type, l_whence, l_start, l_len, l_pid (+ tail padding on 64-bit Linux).
+_FLOCK: Final = "@hhqqi4x" if sys.platform.startswith("linux") else "@qqihh"
+_LINUX: Final = sys.platform.startswith("linux")
+
+
+def _flock_bytes(kind: int) -> bytes:
+    if _LINUX:
+        return struct.pack(_FLOCK, kind, os.SEEK_SET, 0, 0, 0)
+    # BSD and macOS order: l_start, l_len, l_pid, l_type, l_whence.
+    return struct.pack(_FLOCK, 0, 0, 0, kind, os.SEEK_SET)  # pragma: no cover
+
+
+def _locked_type(raw: bytes) -> int:
+    if _LINUX:
+        return int(struct.unpack(_FLOCK, raw)[0])
+    return int(struct.unpack(_FLOCK, raw)[3])  # pragma: no cover
+
+
+def probe(path: str) -> bool:
+    """True when the lock at ``path`` is held by someone; never creates or takes it.
+
+    A missing file is a free lock. Raises :class:`OSError` when the file exists but
+    cannot be opened or tested (callers map that to a communication failure).
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        return False
+    try:
+        if sys.platform == "win32":  # pragma: no cover
+            try:
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            except OSError:
+                return True
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+            return False
+        cmd = fcntl.F_OFD_GETLK if _LINUX else fcntl.F_GETLK
+        raw = fcntl.fcntl(fd, cmd, _flock_bytes(fcntl.F_WRLCK))
+        return _locked_type(raw) != fcntl.F_UNLCK
+    finally:
+        os.close(fd)
+
+
+def acquire(path: str) -> int | None:
+    """Take the lock without waiting; return the descriptor that holds it, or None if busy.
+
+    The file is created 0600 if missing. The descriptor is close-on-exec, so no worker
+    ever inherits it; the lock is released when it is closed or the holder dies.
+    """
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        if sys.platform == "win32":  # pragma: no cover
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        else:
+            cmd = fcntl.F_OFD_SETLK if _LINUX else fcntl.F_SETLK
+            fcntl.fcntl(fd, cmd, _flock_bytes(fcntl.F_WRLCK))
+    except OSError as exc:
+        os.close(fd)
+        if exc.errno in (errno.EAGAIN, errno.EACCES):
+            return None
+        raise
+    return fd

@@ -1,0 +1,82 @@
+"""The task-source SPI of seed 000, as typing Protocols. Public and stable.
+
+A task source is how work reaches a worker: a queue consumer, an HTTP listener, anything
+that hands out units of work one at a time. It depends on this module only; Coretsia
+discovers it through the entry-point group ``coretsia.worker.task_sources`` or the
+``task_source = "module:factory"`` configuration key, resolves it once at ``start``, and
+each worker imports the frozen ``module:factory`` and calls it with a
+:class:`TaskSourceContext`.
+
+The contract, in the order the worker uses it:
+
+1. ``factory(context)`` builds the source (failure: ``worker-task-source-unresolvable``;
+   an object that is not a :class:`TaskSource`: ``worker-task-source-invalid``).
+2. ``source.assert_ready()`` raises if the source cannot serve (its broker is down...):
+   ``worker-task-source-not-ready``. Only after it passes is the worker ready.
+3. ``source.receive()`` blocks until a task is available and returns it, or returns
+   ``None`` when, and only when, a cooperative stop was requested. It must wake at once
+   on stop: wait on ``context.stop_fileno()`` (it becomes readable at stop) alongside the
+   source's own descriptor, or call ``context.wait_for_stop(timeout)``. Returning ``None``
+   for an empty queue, or a synthetic no-op task, is a contract violation
+   (``worker-task-source-terminated``).
+4. The worker runs ``task.run()`` as one unit of work, then settles it exactly once:
+   ``task.complete(result)`` on success, ``task.fail(error)`` with the original exception
+   on failure. A failing ``complete`` never triggers ``fail``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
+
+
+@runtime_checkable
+class TaskSourceContext(Protocol):
+    """What a worker tells its task source: safe facts and the cooperative stop signal."""
+
+    @property
+    def task_type(self) -> str:
+        """``queue`` or ``http``: the task type the pool was configured for."""
+
+    @property
+    def slot(self) -> int:
+        """The worker's slot index in the pool (0-based; stable across recycles)."""
+
+    @property
+    def stopping(self) -> bool:
+        """True once a cooperative stop has been requested."""
+
+    def stop_fileno(self) -> int:
+        """A descriptor that becomes readable when a cooperative stop is requested."""
+
+    def wait_for_stop(self, timeout: float | None) -> bool:
+        """Block until stop is requested or ``timeout`` passes; True when stopping."""
+
+
+@runtime_checkable
+class Task(Protocol):
+    """One unit of work handed out by a source, settled exactly once."""
+
+    def run(self) -> object:
+        """Do the work; the return value is passed to :meth:`complete`."""
+
+    def complete(self, result: object) -> None:
+        """Settle success (acknowledge the message, send the response...)."""
+
+    def fail(self, error: BaseException) -> None:
+        """Settle failure with the original exception (retry, dead-letter...)."""
+
+
+@runtime_checkable
+class TaskSource(Protocol):
+    """Hands out tasks one at a time to one worker process."""
+
+    def assert_ready(self) -> None:
+        """Raise if the source cannot serve; called once, before readiness."""
+
+    def receive(self) -> Task | None:
+        """Block for the next task; ``None`` only on cooperative stop (see module doc)."""
+
+
+TaskSourceFactory = Callable[[TaskSourceContext], TaskSource]
+"""The shape of ``module:factory`` named by an entry point or ``task_source``."""

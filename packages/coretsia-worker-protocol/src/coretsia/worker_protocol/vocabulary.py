@@ -1,0 +1,78 @@
+"""The bounded vocabularies and limits shared by every frame and file of the protocol."""
+
+from __future__ import annotations
+
+import enum
+from typing import Final
+
+MAX_WORKERS: Final = 1024
+"""Most worker slots one pool may have (seed 003's registration limit)."""
+
+MAX_PID: Final = 2**31 - 1
+"""Largest pid a frame may carry (pid_t is a signed 32-bit integer on every platform)."""
+
+MAX_TIMEOUT_MS: Final = 3_600_000
+"""Largest budget any deadline field may carry: one hour."""
+
+CREDENTIAL_HEX_LEN: Final = 64
+"""A control credential is 256 bits, written as 64 lowercase hexadecimal characters."""
+
+TOKEN_HEX_LEN: Final = 64
+"""A per-spawn readiness token has the same shape as a credential."""
+
+ENDPOINT_HASH_HEX_LEN: Final = 32
+"""The public endpoint hash: 128 bits of a keyed SHA-256, in lowercase hexadecimal."""
+
+
+class PoolStatus(str, enum.Enum):
+    """The persisted pool status (``stopped`` is only ever a terminal control answer)."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+
+
+class DriverRequest(str, enum.Enum):
+    """The process driver asked for in the configuration."""
+
+    AUTO = "auto"
+    FORK = "fork"
+    PROC = "proc"
+
+
+class Driver(str, enum.Enum):
+    """The process driver in use: ``fork`` is seed 000's ``pcntl``."""
+
+    FORK = "fork"
+    PROC = "proc"
+
+
+class TransportRequest(str, enum.Enum):
+    """The control transport asked for in the configuration."""
+
+    AUTO = "auto"
+    UNIX = "unix"
+    TCP = "tcp"
+
+
+class Transport(str, enum.Enum):
+    """The control transport in use."""
+
+    UNIX = "unix"
+    TCP = "tcp"
+
+
+class ShutdownPhase(str, enum.Enum):
+    """The three bounded phases of a shutdown, in order."""
+
+    COOPERATIVE = "cooperative"
+    TERMINATE = "terminate"
+    KILL = "kill"
+
+
+class ControlCommand(str, enum.Enum):
+    """The whole control vocabulary: there is deliberately no ``start`` and nothing else."""
+
+    STATUS = "status"
+    HEALTH = "health"
+    STOP = "stop"

@@ -1,0 +1,110 @@
+"""Worker-channel frames v1: what a worker's launcher tells its supervisor. Internal.
+
+Internal frames carry no stability promise: they change with the handshake version and
+are not a plugin boundary (seed 000, "Internal seams"). They live here so that both ends
+share one definition, and they use the hand-written codec because the launcher encodes
+them on the worker boot path, which must not import cattrs.
+
+On POSIX the channel is a descriptor the worker inherits, so the channel itself proves
+who is speaking and ``token`` is ``null``; where descriptors cannot be passed, the worker
+connects to a loopback port and the first frame must carry its per-spawn token.
+
+Frames, in the order a worker may send them:
+
+* ``ready``: booted, task source resolved, ``assert_ready`` passed. Exactly once.
+* ``failed``: a terminal reason token, sent before a non-zero exit, so the operator sees
+  why a worker died (before or after readiness).
+* ``retiring``: ``max_requests`` reached; a clean exit follows and the slot is recycled.
+* ``shutdown-request``: the worker asks for the whole pool to stop (seed 003's
+  ``pool.shutdown()``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from coretsia.worker_protocol import _strict as s
+from coretsia.worker_protocol.catalogue import REASON_CODES, ErrorCode, Reason
+from coretsia.worker_protocol.framing import MAX_FRAME_BYTES
+from coretsia.worker_protocol.vocabulary import TOKEN_HEX_LEN
+
+WORKER_CHANNEL_VERSION: Final = 1
+"""The version every worker-channel frame carries."""
+
+_WORKER_CODES: Final = frozenset({ErrorCode.START_FAILED, ErrorCode.LIFECYCLE_FAILED})
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """The worker is ready; ``token`` is its per-spawn token where the channel needs one."""
+
+    token: str | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Failed:
+    """The worker is about to exit non-zero for this reason."""
+
+    reason: Reason
+
+
+@dataclass(frozen=True, slots=True)
+class Retiring:
+    """The worker reached ``max_requests`` and will exit cleanly to be replaced."""
+
+
+@dataclass(frozen=True, slots=True)
+class ShutdownRequest:
+    """The worker asks for the whole pool to shut down."""
+
+
+WorkerFrame = Ready | Failed | Retiring | ShutdownRequest
+
+_BASE: Final = frozenset({"version", "type"})
+
+
+def _read(obj: s.JsonObject) -> WorkerFrame:
+    s.check_version(obj, WORKER_CHANNEL_VERSION)
+    if "type" not in obj:
+        raise s.FieldError(Reason.FRAME_MISSING_KEY, "$.type")
+    kind = obj["type"]
+    if type(kind) is not str:
+        raise s.FieldError(Reason.FRAME_WRONG_TYPE, "$.type")
+    if kind == "ready":
+        s.check_keys(obj, _BASE | {"token"})
+        if obj["token"] is None:
+            return Ready()
+        return Ready(s.get_hex(obj, "token", TOKEN_HEX_LEN))
+    if kind == "failed":
+        s.check_keys(obj, _BASE | {"reason"})
+        reason = s.get_enum(obj, "reason", Reason)
+        if REASON_CODES[reason] not in _WORKER_CODES:
+            raise s.FieldError(Reason.FRAME_INVALID_VALUE, "$.reason")
+        return Failed(reason)
+    if kind == "retiring":
+        s.check_keys(obj, _BASE)
+        return Retiring()
+    if kind == "shutdown-request":
+        s.check_keys(obj, _BASE)
+        return ShutdownRequest()
+    raise s.FieldError(Reason.FRAME_UNKNOWN_TYPE, "$.type")
+
+
+def encode_worker_frame(frame: WorkerFrame) -> bytes:
+    """Encode one frame line, checked by the supervisor's own rules."""
+    obj: s.JsonObject = {"version": WORKER_CHANNEL_VERSION}
+    if isinstance(frame, Ready):
+        obj.update(type="ready", token=frame.token)
+    elif isinstance(frame, Failed):
+        obj.update(type="failed", reason=frame.reason.value)
+    elif isinstance(frame, Retiring):
+        obj.update(type="retiring")
+    else:
+        obj.update(type="shutdown-request")
+    return s.encode_checked(obj, _read)
+
+
+def decode_worker_frame(line: bytes) -> WorkerFrame:
+    """Decode one frame line; anything off is a :class:`RemoteProtocolError`."""
+    return s.decode_checked(line, _read, MAX_FRAME_BYTES)
