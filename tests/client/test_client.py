@@ -1,0 +1,267 @@
+"""ControlClient against real sockets: discovery, liveness rules, answers and failures."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from coretsia.worker_protocol.catalogue import HealthReason, Reason
+from coretsia.worker_protocol.client import ControlClient
+from coretsia.worker_protocol.control import (
+    ControlRequest,
+    ErrorResponse,
+    HealthResponse,
+    PoolSummary,
+    StatusResponse,
+    StoppedResponse,
+    StopProgress,
+    encode_response,
+)
+from coretsia.worker_protocol.exceptions import (
+    WorkerCommunicationFailedError,
+    WorkerLifecycleFailedError,
+    WorkerNotRunningError,
+)
+from coretsia.worker_protocol.lifecycle import LOCATOR_PATH, LOCK_PATH
+from coretsia.worker_protocol.locator import Locator, encode_locator
+from coretsia.worker_protocol.vocabulary import (
+    ControlCommand,
+    Driver,
+    PoolStatus,
+    ShutdownPhase,
+    Transport,
+)
+
+SUMMARY = PoolSummary(
+    pool_status=PoolStatus.RUNNING,
+    pid=os.getpid(),
+    worker_count=4,
+    ready_worker_count=4,
+    driver=Driver.FORK,
+    control_transport=Transport.UNIX,
+    endpoint_hash="0" * 32,
+)
+
+
+def answer(conn: socket.socket, request: ControlRequest) -> None:
+    """A well-behaved supervisor: one answer per request, progress before stopped."""
+    if request.command is ControlCommand.STATUS:
+        conn.sendall(encode_response(StatusResponse(SUMMARY)))
+    elif request.command is ControlCommand.HEALTH:
+        conn.sendall(encode_response(HealthResponse(SUMMARY, True, HealthReason.HEALTHY)))
+    else:
+        for phase in ShutdownPhase:
+            conn.sendall(encode_response(StopProgress(phase, 100)))
+        conn.sendall(encode_response(StoppedResponse()))
+
+
+class TestLiveness:
+    def test_free_lock_is_not_running(self, root: Path) -> None:
+        """No lock holder means not running, whatever stale files say."""
+        (root / LOCATOR_PATH).write_text("stale")
+        with pytest.raises(WorkerNotRunningError) as info:
+            ControlClient(root).status()
+        assert str(info.value) == "CORETSIA_WORKER_NOT_RUNNING: worker-not-running"
+        assert info.value.exit_code == 3
+
+    def test_probe_creates_nothing(self, root: Path) -> None:
+        """Asking a root that never ran a pool leaves no lock file."""
+        with pytest.raises(WorkerNotRunningError):
+            ControlClient(root).health()
+        assert not (root / LOCK_PATH).exists()
+
+    def test_held_lock_without_locator(self, root: Path, hold_lock) -> None:  # type: ignore[no-untyped-def]
+        """A held lock with no locator is a communication failure (exit 4)."""
+        hold_lock(str(root / LOCK_PATH))
+        with pytest.raises(WorkerCommunicationFailedError) as info:
+            ControlClient(root).status()
+        assert info.value.exit_code == 4
+
+
+class TestAnswers:
+    @pytest.mark.parametrize("transport", [Transport.UNIX, Transport.TCP])
+    def test_status(self, supervisor, transport: Transport) -> None:  # type: ignore[no-untyped-def]
+        """status returns the live summary over either transport."""
+        stub = supervisor(answer, transport)
+        assert ControlClient(stub.root).status().summary == SUMMARY
+        assert stub.requests[0].credential == stub.credential
+
+    def test_health(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+        """health returns the health answer."""
+        stub = supervisor(answer)
+        response = ControlClient(stub.root).health()
+        assert response.healthy
+        assert response.reason is HealthReason.HEALTHY
+
+    def test_stop_reports_progress_then_returns(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+        """stop hands every progress line to the callback and returns on stopped."""
+        stub = supervisor(answer)
+        seen: list[ShutdownPhase] = []
+        ControlClient(stub.root).stop(lambda progress: seen.append(progress.phase))
+        assert seen == list(ShutdownPhase)
+
+    def test_error_answer_raises_its_exception(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+        """An error answer becomes the typed exception of its reason."""
+
+        def failing(conn: socket.socket, _request: ControlRequest) -> None:
+            conn.sendall(encode_response(ErrorResponse(Reason.SHUTDOWN_FAILED)))
+
+        stub = supervisor(failing)
+        with pytest.raises(WorkerLifecycleFailedError) as info:
+            ControlClient(stub.root).stop()
+        assert str(info.value) == "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-shutdown-failed"
+
+
+class TestCommunicationFailures:
+    def _fails(self, root: Path) -> None:
+        with pytest.raises(WorkerCommunicationFailedError):
+            ControlClient(root, timeout=2).status()
+
+    def test_wrong_credential_is_closed_silently(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+        """A stale credential gets no answer, which the client reports."""
+        stub = supervisor(answer)
+        stub.write_locator(
+            Locator(
+                transport=Transport.UNIX,
+                credential="f" * 64,
+                stop_timeout_ms=300,
+                force_kill_timeout_ms=100,
+                path="var/tmp/worker.sock",
+            )
+        )
+        self._fails(stub.root)
+
+    @pytest.mark.parametrize(
+        "content",
+        [b"", b"not json", b"{}", b'{"version": 2}', b"x" * 5000],
+        ids=["empty", "garbage", "schema", "version", "oversized"],
+    )
+    def test_invalid_locator(self, supervisor, content: bytes) -> None:  # type: ignore[no-untyped-def]
+        """A malformed, schema-invalid or oversized locator is a communication failure."""
+        stub = supervisor(answer)
+        (stub.root / LOCATOR_PATH).write_bytes(content)
+        self._fails(stub.root)
+
+    def test_locator_with_loose_permissions(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+        """A locator readable by others is not trusted."""
+        stub = supervisor(answer)
+        stub.write_locator(mode=0o644)
+        self._fails(stub.root)
+
+    def test_symlinked_locator(self, supervisor, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+        """A locator that is a symlink is refused even if its target is valid."""
+        stub = supervisor(answer)
+        real = tmp_path / "elsewhere.json"
+        os.replace(stub.root / LOCATOR_PATH, real)
+        os.symlink(real, stub.root / LOCATOR_PATH)
+        self._fails(stub.root)
+
+    def test_fifo_locator_does_not_block(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+        """A FIFO planted as the locator fails fast instead of hanging the probe."""
+        stub = supervisor(answer)
+        os.unlink(stub.root / LOCATOR_PATH)
+        os.mkfifo(stub.root / LOCATOR_PATH, 0o600)
+        self._fails(stub.root)
+
+    def test_tcp_host_other_than_loopback_gets_no_credential(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+        """A locator naming another host is refused before anything is sent."""
+        stub = supervisor(answer, Transport.TCP)
+        stub.write_locator(
+            Locator(
+                transport=Transport.TCP,
+                credential=stub.credential,
+                stop_timeout_ms=300,
+                force_kill_timeout_ms=100,
+                host="127.0.0.2",
+                port=stub.locator.port,
+            )
+        )
+        self._fails(stub.root)
+        assert stub.requests == []
+
+    def test_socket_outside_root_gets_no_credential(self, supervisor, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+        """A socket path that resolves outside the root is refused before connecting."""
+        stub = supervisor(answer)
+        outside = tmp_path / "out"
+        outside.mkdir()
+        os.symlink(outside, stub.root / "var/escape")
+        stub.write_locator(
+            Locator(
+                transport=Transport.UNIX,
+                credential=stub.credential,
+                stop_timeout_ms=300,
+                force_kill_timeout_ms=100,
+                path="var/escape/worker.sock",
+            )
+        )
+        self._fails(stub.root)
+        assert stub.requests == []
+
+    def test_unreachable_endpoint(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+        """A held lock whose endpoint is gone is a communication failure."""
+        stub = supervisor(answer)
+        stub.close()
+        os.unlink(stub.root / "var/tmp/worker.sock")
+        self._fails(stub.root)
+
+    def test_silent_supervisor_is_bounded(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+        """A supervisor that never answers makes the client give up at its deadline."""
+        def silent(conn: socket.socket, _request: ControlRequest) -> None:
+            conn.recv(1)  # blocks until the client gives up and closes
+
+        stub = supervisor(silent)
+        with pytest.raises(WorkerCommunicationFailedError):
+            ControlClient(stub.root, timeout=0.3).status()
+
+    def test_wrong_answer_type(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+        """A status request answered with stop progress is a communication failure."""
+
+        def confused(conn: socket.socket, _request: ControlRequest) -> None:
+            conn.sendall(encode_response(StopProgress(ShutdownPhase.KILL, 1)))
+
+        stub = supervisor(confused)
+        self._fails(stub.root)
+
+    def test_garbage_answer(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+        """A non-protocol answer is a communication failure, not a crash."""
+
+        def garbage(conn: socket.socket, _request: ControlRequest) -> None:
+            conn.sendall(b"\xff\xfe nonsense\n")
+
+        stub = supervisor(garbage)
+        self._fails(stub.root)
+
+
+class TestLongRoot:
+    def test_socket_path_longer_than_sun_path(self, tmp_path: Path, hold_lock) -> None:  # type: ignore[no-untyped-def]
+        """A root deep enough that the socket path overflows sun_path is still reachable."""
+        root = tmp_path / ("d" * 60) / ("e" * 60)
+        (root / "var/tmp").mkdir(parents=True)
+        hold_lock(str(root / LOCK_PATH))
+        dir_fd = os.open(root / "var/tmp", os.O_RDONLY)
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(f"/proc/self/fd/{dir_fd}/worker.sock")
+            listener.listen(1)
+            os.chmod(root / "var/tmp/worker.sock", 0o600)
+            assert len(str(root / "var/tmp/worker.sock")) > 108
+            locator = Locator(
+                transport=Transport.UNIX,
+                credential="a" * 64,
+                stop_timeout_ms=300,
+                force_kill_timeout_ms=100,
+                path="var/tmp/worker.sock",
+            )
+            (root / LOCATOR_PATH).write_bytes(encode_locator(locator))
+            os.chmod(root / LOCATOR_PATH, 0o600)
+            with pytest.raises(WorkerCommunicationFailedError):
+                ControlClient(root, timeout=0.5).status()
+            conn, _ = listener.accept()  # the client did connect and send its request
+            with conn:
+                assert b'"command":"status"' in conn.recv(4096)
+        finally:
+            listener.close()
+            os.close(dir_fd)
