@@ -18,15 +18,18 @@ def _no_process_left_behind() -> Iterator[None]:
     before = {p.pid for p in me.children(recursive=True)}
     yield
     left = [p for p in me.children(recursive=True) if p.pid not in before]
-    alive = []
-    for proc in left:
-        try:
-            if proc.status() != psutil.STATUS_ZOMBIE:
-                alive.append(proc.pid)
-            proc.kill()
-        except psutil.NoSuchProcess:
-            continue
+    alive = [p.pid for p in left if _kill_if_alive(p)]
     assert not alive, f"test left processes behind: {alive}"
+
+
+def _kill_if_alive(proc: psutil.Process) -> bool:
+    """Kill a leftover process; True if it was still running (not a zombie)."""
+    try:
+        running = proc.status() != psutil.STATUS_ZOMBIE
+        proc.kill()
+    except psutil.NoSuchProcess:
+        return False
+    return running
 
 
 class Helper:

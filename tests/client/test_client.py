@@ -51,7 +51,9 @@ def answer(conn: socket.socket, request: ControlRequest) -> None:
     if request.command is ControlCommand.STATUS:
         conn.sendall(encode_response(StatusResponse(SUMMARY)))
     elif request.command is ControlCommand.HEALTH:
-        conn.sendall(encode_response(HealthResponse(SUMMARY, True, HealthReason.HEALTHY)))
+        conn.sendall(
+            encode_response(HealthResponse(SUMMARY, healthy=True, reason=HealthReason.HEALTHY))
+        )
     else:
         for phase in ShutdownPhase:
             conn.sendall(encode_response(StopProgress(phase, 100)))
@@ -209,6 +211,7 @@ class TestCommunicationFailures:
 
     def test_silent_supervisor_is_bounded(self, supervisor) -> None:  # type: ignore[no-untyped-def]
         """A supervisor that never answers makes the client give up at its deadline."""
+
         def silent(conn: socket.socket, _request: ControlRequest) -> None:
             conn.recv(1)  # blocks until the client gives up and closes
 
