@@ -1,0 +1,379 @@
+"""The project's configuration: ``coretsia.toml``, table ``[worker]``, as one frozen value.
+
+``start`` reads and validates the file once, before anything else happens, and the result
+is what the generation snapshot is made of (see ``docs/configuration.md``); workers never
+read the file. ``stop``, ``status`` and ``health`` never read it either: they find the
+supervisor through the lock and the locator, so a broken config can never stop an
+operator from stopping a running pool.
+
+Why so strict:
+
+- Unknown keys are errors, at every level. A typo (``stop_timeout = 5000``) that silently
+  falls back to a default is a shutdown budget nobody chose.
+- Types are exact. TOML already distinguishes ``4`` from ``"4"`` and ``true`` from ``1``;
+  accepting either would make two spellings of one file mean the same thing today and
+  something different the day a coercion rule changes.
+- Errors name the dotted key and the broken rule, never the value: values can be secrets
+  pasted into the wrong key, and error text reaches logs and terminals.
+
+Every check lives in :class:`PoolConfig` itself (``__attrs_post_init__``), so a
+``PoolConfig`` built in code or through :func:`attrs.evolve` obeys exactly the rules a
+file does. :func:`parse_config` only rejects unknown keys, flattens the subtables and
+turns accepted strings into enum members.
+"""
+
+from __future__ import annotations
+
+import enum
+import pathlib
+import re
+import sys
+from collections.abc import Mapping
+from typing import Any, Final
+
+import attrs
+
+from coretsia.worker_protocol.catalogue import ConfigRule, Reason
+from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerLifecycleFailedError
+from coretsia.worker_protocol.lifecycle import CANONICAL_PATHS
+from coretsia.worker_protocol.paths import is_safe_relative_path, paths_overlap
+from coretsia.worker_protocol.vocabulary import (
+    MAX_TIMEOUT_MS,
+    MAX_WORKERS,
+    DriverRequest,
+    TransportRequest,
+)
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+__all__ = [
+    "CONFIG_FILE",
+    "MAX_REQUESTS",
+    "PoolConfig",
+    "TaskType",
+    "load_config",
+    "parse_config",
+]
+
+CONFIG_FILE: Final = "coretsia.toml"
+"""The default configuration file, relative to the project root."""
+
+MAX_REQUESTS: Final = 10_000_000
+"""Largest ``max_requests``: a bound, so a typo of extra zeros is caught, not obeyed."""
+
+MAX_TARGET_CHARS: Final = 256
+"""Longest accepted ``task_source``; it travels in the generation and in worker frames."""
+
+LOOPBACK_HOST: Final = "127.0.0.1"
+"""The only TCP control host: the control channel is never reachable off the machine."""
+
+FILE_KEY: Final = "config"
+"""The key named by errors about the file as a whole (missing, unreadable, not TOML).
+
+It is also the key of an unsafe ``--config`` path: the option's own spelling cannot be
+used, because :class:`WorkerConfigError` masks any key that does not start with a letter,
+digit or underscore.
+"""
+
+_IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
+_DOTTED = rf"{_IDENTIFIER}(?:\.{_IDENTIFIER})*"
+_TARGET: Final = re.compile(rf"{_DOTTED}:{_DOTTED}")
+"""``module:attr``: a dotted module and a dotted attribute, ASCII identifiers only."""
+
+
+class TaskType(str, enum.Enum):
+    """What a task worker's loop serves (seed 000): selects the task source."""
+
+    QUEUE = "queue"
+    HTTP = "http"
+
+
+_DRIVER_VALUES: Final[dict[str, DriverRequest]] = {
+    **{d.value: d for d in DriverRequest},
+    # Seed 000 calls the fork-exec driver "pcntl" (PHP's process-control extension); a
+    # config written against the seed keeps working and means the same driver.
+    "pcntl": DriverRequest.FORK,
+}
+
+#: The strings each enum field accepts, and the member each one becomes.
+_ENUM_FIELDS: Final[dict[str, Mapping[str, enum.Enum]]] = {
+    "task_type": {t.value: t for t in TaskType},
+    "driver": _DRIVER_VALUES,
+    "control_transport": {t.value: t for t in TransportRequest},
+}
+
+_TOP_LEVEL: Final = frozenset({"worker", "process"})
+"""Top-level keys of the file; ``[[process]]`` is reserved for seed 003's pool entries."""
+
+_WORKER_KEYS: Final = frozenset(
+    {
+        "workers",
+        "max_requests",
+        "task_type",
+        "task_source",
+        "app_path",
+        "driver",
+        "control",
+        "tcp",
+        "socket_path",
+        "state_path",
+        "stop_flag_path",
+        "start_timeout_ms",
+        "stop_timeout_ms",
+        "force_kill_timeout_ms",
+        "debug",
+    }
+)
+_CONTROL_KEYS: Final = {"transport": "control_transport"}
+_TCP_KEYS: Final = {"host": "tcp_host", "port": "tcp_port"}
+
+#: The dotted config key of every field, for error messages.
+_KEYS: Final[dict[str, str]] = {
+    **{name: f"worker.{name}" for name in _WORKER_KEYS - {"control", "tcp"}},
+    **{field: f"worker.control.{key}" for key, field in _CONTROL_KEYS.items()},
+    **{field: f"worker.tcp.{key}" for key, field in _TCP_KEYS.items()},
+}
+
+
+def _fail(field: str, rule: ConfigRule) -> WorkerConfigError:
+    return WorkerConfigError(_KEYS[field], rule)
+
+
+def _check_int(field: str, value: object, low: int, high: int) -> None:
+    # `type() is`, not isinstance: a TOML boolean is a Python bool, and bool is an int.
+    if type(value) is not int:
+        raise _fail(field, ConfigRule.WRONG_TYPE)
+    if not low <= value <= high:
+        raise _fail(field, ConfigRule.OUT_OF_RANGE)
+
+
+def _check_str(field: str, value: object) -> str:
+    if type(value) is not str:
+        raise _fail(field, ConfigRule.WRONG_TYPE)
+    return value
+
+
+def _check_enum(field: str, value: object, kind: type[enum.Enum]) -> None:
+    if isinstance(value, kind):
+        return
+    raise _fail(field, ConfigRule.NOT_ONE_OF if isinstance(value, str) else ConfigRule.WRONG_TYPE)
+
+
+def _check_path(field: str, value: object) -> str:
+    path = _check_str(field, value)
+    if not is_safe_relative_path(path):
+        raise _fail(field, ConfigRule.UNSAFE_PATH)
+    return path
+
+
+@attrs.frozen(kw_only=True)
+class PoolConfig:
+    """The validated ``[worker]`` table; every default is seed 000's baseline.
+
+    Constructing one validates it (see the module docstring): an invalid value raises
+    :class:`WorkerConfigError` naming the dotted key and the rule; an invalid
+    ``task_type`` raises :class:`WorkerLifecycleFailedError` (``worker-invalid-state``)
+    instead, because seed 000 makes it a lifecycle-validation failure, not a config one.
+    """
+
+    workers: int = 4
+    """Worker slots in the pool, 1..MAX_WORKERS."""
+    max_requests: int = 1000
+    """Units of work a worker runs before it exits cleanly and is recycled."""
+    task_type: TaskType = TaskType.QUEUE
+    """Which kind of task source the workers serve."""
+    task_source: str | None = None
+    """``module:attr`` of the task-source factory; None: discover by entry point."""
+    app_path: tuple[str, ...] = (".",)
+    """Root-relative directories prepended to each worker's ``sys.path``, in order."""
+    driver: DriverRequest = DriverRequest.AUTO
+    """How workers are spawned; availability is checked by the driver resolver."""
+    control_transport: TransportRequest = TransportRequest.AUTO
+    """``[worker.control] transport``: UNIX socket, loopback TCP, or the platform's pick."""
+    tcp_host: str = LOOPBACK_HOST
+    """``[worker.tcp] host``: always 127.0.0.1; present so a file can say so explicitly."""
+    tcp_port: int = 9327
+    """``[worker.tcp] port``: explicit, 1..65535 (an ephemeral port 0 is never allowed)."""
+    socket_path: str = "var/tmp/worker.sock"
+    """The UNIX control socket, root-relative."""
+    state_path: str = "var/tmp/worker.state.json"
+    """The public, redacted state file, root-relative."""
+    stop_flag_path: str = "var/tmp/worker.stop"
+    """The stop-signal file, root-relative."""
+    start_timeout_ms: int = 10000
+    """Budget for every slot to become ready."""
+    stop_timeout_ms: int = 10000
+    """Budget of the cooperative stop phase."""
+    force_kill_timeout_ms: int = 1000
+    """Budget of the terminate/reap phase, and again of the kill/reap phase."""
+    debug: bool = False
+    """UNSAFE opt-in: a failing worker writes its traceback (which may hold data) to stderr."""
+
+    @property
+    def state_tmp_path(self) -> str:
+        """Where the state file is written before its atomic rename (not configurable)."""
+        return self.state_path + ".tmp"
+
+    def __attrs_post_init__(self) -> None:
+        """Validate every field; the first broken rule, in field order, is raised.
+
+        ``task_type`` is checked last so that a file with both a config error and a bad
+        task type reports the config error (exit 6), which is the one the operator fixes.
+        """
+        _check_int("workers", self.workers, 1, MAX_WORKERS)
+        _check_int("max_requests", self.max_requests, 1, MAX_REQUESTS)
+        if self.task_source is not None:
+            target = _check_str("task_source", self.task_source)
+            if len(target) > MAX_TARGET_CHARS or not _TARGET.fullmatch(target):
+                raise _fail("task_source", ConfigRule.INVALID_TARGET)
+        self._check_app_path()
+        _check_enum("driver", self.driver, DriverRequest)
+        _check_enum("control_transport", self.control_transport, TransportRequest)
+        if _check_str("tcp_host", self.tcp_host) != LOOPBACK_HOST:
+            raise _fail("tcp_host", ConfigRule.NOT_LOOPBACK)
+        _check_int("tcp_port", self.tcp_port, 1, 65535)
+        self._check_runtime_paths()
+        for field in ("start_timeout_ms", "stop_timeout_ms", "force_kill_timeout_ms"):
+            _check_int(field, getattr(self, field), 1, MAX_TIMEOUT_MS)
+        if type(self.debug) is not bool:
+            raise _fail("debug", ConfigRule.WRONG_TYPE)
+        if not isinstance(self.task_type, TaskType):
+            # Seed 000: an invalid or missing task_type is a Worker-owned lifecycle
+            # validation failure, not a configuration error.
+            raise WorkerLifecycleFailedError(Reason.INVALID_STATE)
+
+    def _check_app_path(self) -> None:
+        if type(self.app_path) is not tuple:
+            raise _fail("app_path", ConfigRule.WRONG_TYPE)
+        for index, item in enumerate(self.app_path):
+            key = f"worker.app_path[{index}]"
+            if type(item) is not str:
+                raise WorkerConfigError(key, ConfigRule.WRONG_TYPE)
+            if item != "." and not is_safe_relative_path(item):
+                raise WorkerConfigError(key, ConfigRule.UNSAFE_PATH)
+
+    def _check_runtime_paths(self) -> None:
+        """Each path safe; none equal to or nested in another or a canonical path.
+
+        ``state_tmp_path`` is derived from ``state_path``, so its failures are reported
+        on ``worker.state_path``.
+        """
+        socket_path = _check_path("socket_path", self.socket_path)
+        state_path = _check_path("state_path", self.state_path)
+        stop_flag_path = _check_path("stop_flag_path", self.stop_flag_path)
+        if not is_safe_relative_path(self.state_tmp_path):  # 4 characters longer
+            raise _fail("state_path", ConfigRule.UNSAFE_PATH)
+        claimed: list[tuple[str, str]] = []
+        for field, path in (
+            ("socket_path", socket_path),
+            ("state_path", state_path),
+            ("state_path", self.state_tmp_path),
+            ("stop_flag_path", stop_flag_path),
+        ):
+            if any(paths_overlap(path, canonical) for canonical in CANONICAL_PATHS):
+                raise _fail(field, ConfigRule.RESERVED_PATH)
+            if any(paths_overlap(path, other) for owner, other in claimed if owner != field):
+                raise _fail(field, ConfigRule.OVERLAPPING_PATH)
+            claimed.append((field, path))
+
+    def to_generation_dict(self) -> dict[str, object]:
+        """Every field as plain JSON values (enums as values, tuples as lists), in order.
+
+        This is the configuration part of the generation snapshot; the derived
+        ``state_tmp_path`` is not a field and is not included.
+        """
+        out: dict[str, object] = {}
+        for field in attrs.fields(PoolConfig):
+            value = getattr(self, field.name)
+            if isinstance(value, enum.Enum):
+                value = value.value
+            elif isinstance(value, tuple):
+                value = list(value)
+            out[field.name] = value
+        return out
+
+
+def _check_keys(
+    table: Mapping[Any, object], allowed: Mapping[str, object] | frozenset[str], prefix: str
+) -> None:
+    """Reject the first key (in file order) that ``allowed`` does not define."""
+    for key in table:
+        if not isinstance(key, str) or key not in allowed:
+            raise WorkerConfigError(f"{prefix}{key}", ConfigRule.UNKNOWN_KEY)
+
+
+def _subtable(data: Mapping[str, object], name: str) -> Mapping[Any, object]:
+    table = data.get(name, {})
+    if not isinstance(table, Mapping):
+        raise WorkerConfigError(f"worker.{name}", ConfigRule.WRONG_TYPE)
+    return table
+
+
+def parse_config(data: Mapping[str, object]) -> PoolConfig:
+    """Validate the content of the ``[worker]`` table, already parsed from TOML.
+
+    Missing keys take their defaults. Strings naming an enum member become that member
+    (``driver = "pcntl"`` becomes :attr:`DriverRequest.FORK`); anything else is passed
+    through unchanged, so :class:`PoolConfig` reports it with the right key and rule.
+    """
+    if not isinstance(data, Mapping):
+        raise WorkerConfigError("worker", ConfigRule.WRONG_TYPE)
+    _check_keys(data, _WORKER_KEYS, "worker.")
+    control = _subtable(data, "control")
+    _check_keys(control, _CONTROL_KEYS, "worker.control.")
+    tcp = _subtable(data, "tcp")
+    _check_keys(tcp, _TCP_KEYS, "worker.tcp.")
+
+    fields: dict[str, Any] = {k: v for k, v in data.items() if k not in ("control", "tcp")}
+    fields.update({_CONTROL_KEYS[k]: v for k, v in control.items()})
+    fields.update({_TCP_KEYS[k]: v for k, v in tcp.items()})
+
+    for field, members in _ENUM_FIELDS.items():
+        value = fields.get(field)
+        if type(value) is str and value in members:
+            fields[field] = members[value]
+    if type(fields.get("app_path")) is list:
+        fields["app_path"] = tuple(fields["app_path"])
+    return PoolConfig(**fields)
+
+
+def load_config(root: pathlib.Path, config_file: str | None = None) -> PoolConfig:
+    """Read and validate the configuration file of the project at ``root``.
+
+    ``config_file`` is relative to ``root`` (``--config``); when it is None the default
+    ``coretsia.toml`` is read, and its absence simply means "all defaults". A file that
+    was asked for explicitly must exist.
+
+    The top level may hold only ``[worker]`` and ``[[process]]`` (reserved for seed 003's
+    named pool entries: accepted as an array of tables and ignored for now).
+    """
+    if config_file is not None and not is_safe_relative_path(config_file):
+        raise WorkerConfigError(FILE_KEY, ConfigRule.UNSAFE_PATH)
+    path = root / (CONFIG_FILE if config_file is None else config_file)
+    try:
+        with path.open("rb") as stream:
+            raw = stream.read()
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        if config_file is None and not path.is_symlink():
+            return PoolConfig()
+        # A dangling symlink at the default name is a broken file, not an absent one.
+        rule = ConfigRule.FILE_MISSING if config_file is not None else ConfigRule.FILE_UNREADABLE
+        raise WorkerConfigError(FILE_KEY, rule) from exc
+    except OSError as exc:  # a directory, no permission, an I/O error
+        raise WorkerConfigError(FILE_KEY, ConfigRule.FILE_UNREADABLE) from exc
+    try:
+        document: dict[str, Any] = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        # `from None`: a UnicodeDecodeError carries the file's bytes in `.object`.
+        raise WorkerConfigError(FILE_KEY, ConfigRule.NOT_TOML) from None
+    _check_keys(document, _TOP_LEVEL, "")
+    process = document.get("process", [])
+    if not isinstance(process, list) or not all(isinstance(p, dict) for p in process):
+        raise WorkerConfigError("process", ConfigRule.WRONG_TYPE)
+    worker = document.get("worker", {})
+    if not isinstance(worker, dict):
+        raise WorkerConfigError("worker", ConfigRule.WRONG_TYPE)
+    return parse_config(worker)
