@@ -5,10 +5,12 @@ them, so they are a stable contract: a token is never renamed or reused for anot
 meaning. Each reason belongs to exactly one code, and each code maps to one exit status.
 The one-line explanations double as the troubleshooting table in ``docs/``.
 
-Three groups extend the seed, each documented in ``docs/protocol.md``: the configuration
+Some entries extend the seed, each documented in ``docs/protocol.md``: the configuration
 error (the seed leaves its shape to the framework), the protocol-violation tokens (the
-seed's "strict about unknown keys" needs a name for each way a frame can be wrong) and the
-health reasons (the seed asks for a "bounded package-owned health token").
+seed's "strict about unknown keys" needs a name for each way a frame can be wrong), the
+health reasons (the seed asks for a "bounded package-owned health token"), and two start
+failures the seed has no word for: ``worker-peer-version-mismatch`` (the three daemons
+refuse a peer of another version) and ``worker-start-cancelled`` (stopped while starting).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class Reason(str, enum.Enum):
     CHILD_START_FAILED = "worker-child-start-failed"
     SIGNAL_HANDLING_UNAVAILABLE = "worker-signal-handling-unavailable"
     PEER_VERSION_MISMATCH = "worker-peer-version-mismatch"
+    START_CANCELLED = "worker-start-cancelled"
     # CORETSIA_WORKER_LIFECYCLE_FAILED
     LIFECYCLE_FAILED = "worker-lifecycle-failed"
     INVALID_STATE = "worker-invalid-state"
@@ -128,6 +131,7 @@ REASON_CODES: Final[dict[Reason, ErrorCode]] = {
             Reason.CHILD_START_FAILED,
             Reason.SIGNAL_HANDLING_UNAVAILABLE,
             Reason.PEER_VERSION_MISMATCH,
+            Reason.START_CANCELLED,
         ),
         ErrorCode.START_FAILED,
     ),
@@ -191,6 +195,8 @@ EXPLANATIONS: Final[dict[Reason, str]] = {
     "main thread, or inside a running event loop)",
     Reason.PEER_VERSION_MISMATCH: "the supervisor, guardian and proc host are not the same "
     "version; reinstall them together",
+    Reason.START_CANCELLED: "a stop (signal or stop command) arrived before every worker was "
+    "ready; the pool was shut down without ever running",
     Reason.LIFECYCLE_FAILED: "the supervisor failed for an unexpected reason",
     Reason.INVALID_STATE: "an invalid state or value was met (for example an invalid task_type)",
     Reason.TASK_SOURCE_TERMINATED: "receive() returned None outside shutdown",

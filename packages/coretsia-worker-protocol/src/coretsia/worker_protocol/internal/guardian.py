@@ -10,9 +10,12 @@ The conversation, in order (supervisor ``->``, guardian ``<-``):
 3. ``-> spawn`` per slot, answered by ``<- spawned`` (the pid, for the guardian's own
    bookkeeping and logs) or ``<- spawn-failed``; ``<- exited`` when a worker ends.
 4. ``-> shutdown`` once; the guardian runs every phase with the budgets of ``hello``,
-   reports ``<- phase`` as it enters each, and ends with ``<- released`` after the lock is
-   free. If the supervisor's end of the channel closes at any point, the guardian runs the
-   same shutdown on its own.
+   reports ``<- phase`` as it enters each, then ``<- drained`` when no process of the
+   generation is left (or, ``clean`` false, when one survived even SIGKILL).
+5. The supervisor removes its own files (state, socket, locator), then ``-> release``;
+   the guardian releases the lock last and answers ``<- released``. If the supervisor's
+   end of the channel closes at any point, the guardian runs the same shutdown on its own
+   and releases the lock when the generation is gone.
 """
 
 from __future__ import annotations
@@ -38,6 +41,8 @@ class Hello:
     driver: Driver
     stop_timeout_ms: int
     force_kill_timeout_ms: int
+    umask: int
+    """The operator's umask, restored in the guardian so workers create files as usual."""
 
 
 @attrs.frozen(kw_only=True)
@@ -130,16 +135,28 @@ class Phase:
 
 
 @attrs.frozen(kw_only=True)
-class Released:
-    """Guardian to supervisor: every worker is reaped and the lock is free.
+class Drained:
+    """Guardian to supervisor: shutdown ended; ``clean`` false if a process survived."""
 
-    ``clean`` is false when a process survived every phase; the guardian then keeps the
-    lock until it is gone and sends this only afterwards.
-    """
+    TAG: ClassVar[str] = "drained"
+    version: Literal[1] = 1
+    clean: bool
+
+
+@attrs.frozen(kw_only=True)
+class Release:
+    """Supervisor to guardian: my files are gone, release the lock."""
+
+    TAG: ClassVar[str] = "release"
+    version: Literal[1] = 1
+
+
+@attrs.frozen(kw_only=True)
+class Released:
+    """Guardian to supervisor: the lock is free; the guardian exits next."""
 
     TAG: ClassVar[str] = "released"
     version: Literal[1] = 1
-    clean: bool
 
 
 GuardianFrame = (
@@ -153,6 +170,8 @@ GuardianFrame = (
     | Exited
     | Shutdown
     | Phase
+    | Drained
+    | Release
     | Released
 )
 

@@ -1,0 +1,82 @@
+"""A framed stream that can carry descriptors: the guardian channel's transport.
+
+Both the supervisor and the guardian speak through it (the supervisor imports this module;
+the guardian never imports the supervisor). Frames are newline-delimited, bounded by
+:class:`~coretsia.worker_protocol.framing.LineFramer`. A ``spawn`` frame carries the
+worker's end of its worker channel as ``SCM_RIGHTS`` ancillary data, so the supervisor
+keeps reading readiness directly from each worker while the guardian alone owns the
+processes. Received descriptors queue up in arrival order; the frame that announced them
+takes them with :meth:`FramedChannel.take_fd`.
+"""
+
+from __future__ import annotations
+
+import array
+import collections
+import os
+import socket
+from collections.abc import Sequence
+from typing import Final
+
+import trio
+
+from coretsia.worker_protocol.framing import LineFramer, Need
+
+_MAX_FDS_PER_MESSAGE: Final = 8
+_RECV_BYTES: Final = 65536
+
+
+class FramedChannel:
+    """One end of a UNIX stream socket speaking newline frames plus descriptors."""
+
+    def __init__(self, sock: trio.socket.SocketType) -> None:
+        self._sock = sock
+        self._framer = LineFramer()
+        self._fds: collections.deque[int] = collections.deque()
+        self._send_lock = trio.Lock()
+
+    @classmethod
+    def from_fd(cls, fd: int) -> FramedChannel:
+        """Adopt an inherited descriptor (the guardian's end)."""
+        return cls(trio.socket.from_stdlib_socket(socket.socket(fileno=fd)))
+
+    async def send(self, data: bytes, fds: Sequence[int] = ()) -> None:
+        """Send one encoded frame; ``fds`` ride on its first byte."""
+        async with self._send_lock:
+            view = memoryview(data)
+            if fds:
+                ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
+                sent = await self._sock.sendmsg([view], ancillary)
+                view = view[sent:]
+            while view:
+                sent = await self._sock.send(view)
+                view = view[sent:]
+
+    async def receive(self) -> bytes | None:
+        """The next frame, or None when the peer closed the channel between frames."""
+        while True:
+            frame = self._framer.next_frame()
+            if isinstance(frame, bytes):
+                return frame
+            if frame is Need.CLOSED:
+                return None
+            flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+            data, ancillary, _flags, _addr = await self._sock.recvmsg(
+                _RECV_BYTES, socket.CMSG_SPACE(_MAX_FDS_PER_MESSAGE * 4), flags
+            )
+            for level, kind, payload in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds = array.array("i")
+                    fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+                    self._fds.extend(fds)
+            self._framer.receive_data(data)
+
+    def take_fd(self) -> int | None:
+        """The oldest received descriptor not yet taken, if any."""
+        return self._fds.popleft() if self._fds else None
+
+    def close(self) -> None:
+        """Close the socket and every descriptor received but never taken."""
+        while self._fds:
+            os.close(self._fds.popleft())
+        self._sock.close()

@@ -1,0 +1,72 @@
+"""The guardian's conversation with its supervisor, from handshake to release."""
+
+from __future__ import annotations
+
+import os
+
+import trio
+
+from coretsia.guardian import _platform
+from coretsia.guardian._version import __version__
+from coretsia.guardian.channel import FramedChannel
+from coretsia.guardian.runtime import receive_frame, run_generation
+from coretsia.worker_protocol import lock
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.internal.guardian import (
+    Hello,
+    Locked,
+    Refused,
+    Released,
+    Welcome,
+    encode_guardian_frame,
+)
+from coretsia.worker_protocol.lifecycle import LOCK_PATH
+from coretsia.worker_protocol.vocabulary import Driver
+
+HANDSHAKE_TIMEOUT_S = 30.0
+"""How long the guardian waits for ``hello`` before giving up on its supervisor."""
+
+
+def run(channel_fd: int) -> int:
+    """Run the guardian on an inherited channel; returns the exit status."""
+    return trio.run(_run, channel_fd)
+
+
+async def _run(channel_fd: int) -> int:
+    channel = FramedChannel.from_fd(channel_fd)
+    try:
+        with trio.move_on_after(HANDSHAKE_TIMEOUT_S):
+            hello = await receive_frame(channel)
+        if not isinstance(hello, Hello):
+            return 1
+        if hello.peer_version != __version__:
+            await _send(channel, Refused(reason=Reason.PEER_VERSION_MISMATCH))
+            return 1
+        if hello.driver is not Driver.FORK:
+            await _send(channel, Refused(reason=Reason.PROCESS_HOST_FAILED))
+            return 1
+        os.umask(hello.umask)
+        await _send(channel, Welcome(peer_version=__version__, pid=os.getpid()))
+        _platform.become_subreaper()
+        lock_fd = lock.acquire(LOCK_PATH)
+        if lock_fd is None:
+            await _send(channel, Refused(reason=Reason.ALREADY_RUNNING))
+            return 1
+        try:
+            await _send(channel, Locked())
+            await run_generation(channel, hello)
+        finally:
+            os.close(lock_fd)  # the fence is released last, after every worker is gone
+        await _send(channel, Released())
+        return 0
+    finally:
+        channel.close()
+
+
+async def _send(
+    channel: FramedChannel, frame: Hello | Welcome | Refused | Locked | Released
+) -> None:
+    try:
+        await channel.send(encode_guardian_frame(frame))
+    except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
+        pass

@@ -1,0 +1,123 @@
+"""Starts worker processes from one dedicated, long-lived thread.
+
+Why a thread of its own: on Linux a worker arms ``PR_SET_PDEATHSIG`` so that it dies with
+the guardian, and the kernel fires that signal when the *thread* that created the child
+exits, not the process. trio's worker threads exit after ten idle seconds, which would kill
+every worker ten seconds after it started. This thread lives exactly as long as the
+generation.
+
+Why ``posix_spawn`` and not ``subprocess``: the guardian reaps every child itself, with one
+``waitpid`` loop (it is a subreaper, so orphaned grandchildren land on it too). A
+``Popen`` object would keep its own idea of its child and may ``waitpid`` it later, which
+could steal a status or, worse, reap a recycled pid. ``posix_spawn`` is fork-exec with no
+Python code between the two, so it is also safe in a multi-threaded process.
+
+Descriptor isolation: every descriptor of the guardian is close-on-exec (PEP 446), so the
+child inherits only 0, 1, 2 and the two descriptors duplicated to 3 and 4 by the file
+actions. Sources are first moved to descriptors 10 and up so that ``dup2`` never maps a
+descriptor onto itself, which would leave close-on-exec set.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import queue
+import signal
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+import attrs
+import trio
+
+CHANNEL_FD: Final = 3
+"""Where the worker finds its worker-channel socket."""
+
+STOP_FD: Final = 4
+"""Where the worker finds the read end of the cooperative-stop pipe."""
+
+_HIGH_FD: Final = 10
+
+# Signals the guardian ignores or handles must be default again in a fresh worker:
+# ignored dispositions survive exec.
+_RESET_SIGNALS: Final = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+    signal.SIGPIPE,
+    signal.SIGCHLD,
+    signal.SIGQUIT,
+)
+
+
+@attrs.frozen
+class SpawnRequest:
+    """What to start: a shell-free argv, its environment and its two descriptors."""
+
+    argv: Sequence[str]
+    env: Mapping[str, str]
+    channel_fd: int
+    stop_fd: int
+
+
+class Spawner:
+    """Owns the spawner thread; :meth:`spawn` hands it a request and awaits the pid."""
+
+    def __init__(self) -> None:
+        self._requests: queue.SimpleQueue[
+            tuple[SpawnRequest, trio.lowlevel.TrioToken, list[int | OSError], trio.Event] | None
+        ] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="coretsia-spawner", daemon=True)
+        self._thread.start()
+
+    async def spawn(self, request: SpawnRequest) -> int:
+        """Start the process and return its pid; raises OSError if the OS refuses."""
+        done = trio.Event()
+        result: list[int | OSError] = []
+        self._requests.put((request, trio.lowlevel.current_trio_token(), result, done))
+        await done.wait()
+        outcome = result[0]
+        if isinstance(outcome, OSError):
+            raise outcome
+        return outcome
+
+    def close(self) -> None:
+        """Stop the thread (its children are not affected until the guardian exits)."""
+        self._requests.put(None)
+        self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            item = self._requests.get()
+            if item is None:
+                return
+            request, token, result, done = item
+            try:
+                result.append(_spawn(request))
+            except OSError as exc:
+                result.append(exc)
+            token.run_sync_soon(done.set)
+
+
+def _spawn(request: SpawnRequest) -> int:
+    high = [
+        fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _HIGH_FD)
+        for fd in (request.channel_fd, request.stop_fd)
+    ]
+    try:
+        return os.posix_spawn(
+            request.argv[0],
+            list(request.argv),
+            dict(request.env),
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, high[0], CHANNEL_FD),
+                (os.POSIX_SPAWN_DUP2, high[1], STOP_FD),
+            ],
+            setsid=True,
+            setsigdef=_RESET_SIGNALS,
+            setsigmask=(),
+        )
+    finally:
+        for fd in high:
+            os.close(fd)

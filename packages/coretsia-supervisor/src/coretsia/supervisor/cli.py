@@ -1,0 +1,148 @@
+"""``coretsia-supervisor``: start, stop, status and health of a worker pool.
+
+``stop``, ``status`` and ``health`` are Kubernetes exec probes as much as commands: they
+import only the protocol's client (no trio, no psutil, no cattrs) and never read the
+configuration; they find the supervisor through the lock and the locator. ``start``
+imports the runtime only once it knows it will start.
+
+No traceback ever reaches the user: a :class:`WorkerError` is printed as its
+``CODE: reason-token``, anything else as the command's catch-all token, and the exit
+status follows :class:`~coretsia.worker_protocol.exit_codes.ExitCode`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from coretsia.supervisor import output
+from coretsia.supervisor.parser import build_parser
+from coretsia.worker_protocol.catalogue import ConfigRule, Reason
+from coretsia.worker_protocol.exceptions import (
+    WorkerCommunicationFailedError,
+    WorkerConfigError,
+    WorkerError,
+    WorkerNotRunningError,
+    WorkerStartFailedError,
+)
+from coretsia.worker_protocol.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from coretsia.worker_protocol.client import ControlClient
+
+DEBUG_ENV = "CORETSIA_DEBUG"
+"""Set to 1 to let an unexpected exception's traceback through (unsafe: it may leak)."""
+
+
+def _root(value: str) -> Path:
+    root = Path(value).resolve()
+    if not root.is_dir():
+        raise WorkerConfigError("--root", ConfigRule.FILE_MISSING)
+    return root
+
+
+def _client(root: str) -> ControlClient:
+    from coretsia.worker_protocol.client import ControlClient
+
+    return ControlClient(_root(root))
+
+
+def cmd_status(args: argparse.Namespace) -> ExitCode:
+    """Print the live state; 0 when a pool answers, 3 when none runs."""
+    as_json = args.json
+    try:
+        response = _client(args.root).status()
+    except WorkerNotRunningError as exc:
+        output.summary({"status": "not-running", "reason": exc.reason.value}, as_json=as_json)
+        return ExitCode.NOT_RUNNING
+    output.summary(output.summary_fields(response.summary), as_json=as_json)
+    return ExitCode.OK
+
+
+def cmd_health(args: argparse.Namespace) -> ExitCode:
+    """Print health; 0 healthy, 1 unhealthy, 3 not running."""
+    as_json = args.json
+    try:
+        response = _client(args.root).health()
+    except WorkerNotRunningError as exc:
+        output.summary({"status": "not-running", "reason": exc.reason.value}, as_json=as_json)
+        return ExitCode.NOT_RUNNING
+    fields = output.summary_fields(response.summary)
+    fields.update(
+        status="healthy" if response.healthy else "unhealthy",
+        healthy=response.healthy,
+        reason=response.reason.value,
+    )
+    output.summary(fields, as_json=as_json)
+    return ExitCode.OK if response.healthy else ExitCode.FAILURE
+
+
+def cmd_stop(args: argparse.Namespace) -> ExitCode:
+    """Stop the pool; returns after ``stopped`` (every worker reaped, lock free)."""
+    _client(args.root).stop()
+    output.summary({"status": "stopped"}, as_json=args.json)
+    return ExitCode.OK
+
+
+def cmd_start(args: argparse.Namespace) -> ExitCode:
+    """Run the pool in the foreground until it is stopped."""
+    # Before any thread exists: every file and socket the supervisor creates is private
+    # from birth. The operator's umask is handed to the guardian for the workers.
+    umask = os.umask(0o077)
+    root = _root(args.root)
+    from coretsia.supervisor.config import load_config
+    from coretsia.supervisor.drivers import resolve_driver, resolve_transport
+
+    config = load_config(root, args.config)
+    driver = resolve_driver(config.driver)
+    transport = resolve_transport(config.control_transport)
+    (root / "var/tmp").mkdir(parents=True, exist_ok=True)
+
+    import trio
+
+    from coretsia.supervisor.supervisor import Supervisor
+
+    supervisor = Supervisor(root, config, driver, transport, umask, os.environ)
+    trio.run(supervisor.run)
+    return ExitCode.OK
+
+
+COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], ExitCode], Callable[[], WorkerError]]] = {
+    "start": (cmd_start, lambda: WorkerStartFailedError(Reason.START_FAILED)),
+    "stop": (cmd_stop, WorkerCommunicationFailedError),
+    "status": (cmd_status, WorkerCommunicationFailedError),
+    "health": (cmd_health, WorkerCommunicationFailedError),
+}
+"""Each command and its catch-all error for anything unexpected."""
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of ``coretsia-supervisor``."""
+    args = build_parser().parse_args(argv)
+    command, catch_all = COMMANDS[args.command]
+    try:
+        code = command(args)
+    except WorkerError as exc:
+        output.error(exc)
+        code = exc.exit_code
+    except KeyboardInterrupt:
+        error = catch_all()
+        if args.command == "start":
+            error = WorkerStartFailedError(Reason.START_CANCELLED)
+        output.error(error)
+        code = error.exit_code
+    except Exception:
+        if os.environ.get(DEBUG_ENV) == "1":
+            raise
+        error = catch_all()
+        output.error(error)
+        code = error.exit_code
+    sys.exit(int(code))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,206 @@
+"""The control server: ``status``, ``health`` and ``stop`` for holders of the credential.
+
+Security and robustness rules:
+
+* The listener is private: a UNIX socket created under the supervisor's umask 077 and
+  verified 0600 after ``bind`` (no window where another user could connect), or TCP on
+  exactly 127.0.0.1.
+* A session must deliver one whole request line within :data:`READ_DEADLINE_S`; the
+  framer bounds its size. A malformed request or a wrong credential (compared in constant
+  time) gets no answer: the connection is closed silently.
+* At most :data:`MAX_PENDING` sessions may be waiting for their request at once; when a
+  new connection arrives at the cap, the oldest waiting one is dropped. A flood of idle
+  connections therefore delays a real ``status`` by at most one round trip, never
+  indefinitely.
+* A client that disconnects at any point affects nothing but its own session.
+"""
+
+from __future__ import annotations
+
+import collections
+import hmac
+import os
+import socket
+import stat
+from pathlib import Path
+from typing import Final, Protocol
+
+import trio
+
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.control import (
+    ControlRequest,
+    ControlResponse,
+    decode_request,
+    encode_response,
+)
+from coretsia.worker_protocol.exceptions import ProtocolError, WorkerLifecycleFailedError
+from coretsia.worker_protocol.framing import LineFramer, Need
+from coretsia.worker_protocol.vocabulary import ControlCommand
+
+READ_DEADLINE_S: Final = 2.0
+"""How long a connection may take to send its request line."""
+
+MAX_PENDING: Final = 32
+"""Most connections waiting for their request line at once."""
+
+_SUN_PATH_MAX: Final = 100
+
+
+class ControlHandler(Protocol):
+    """What the server asks of the supervisor."""
+
+    def answer(self, command: ControlCommand) -> ControlResponse:
+        """The immediate answer to ``status`` or ``health``."""
+
+    def subscribe_stop(self) -> trio.MemoryReceiveChannel[ControlResponse]:
+        """Request shutdown; the channel yields progress, then one terminal answer."""
+
+
+class ControlServer:
+    """A bound listener plus the sessions it serves."""
+
+    def __init__(self, listener: trio.socket.SocketType, socket_path: Path | None) -> None:
+        self._listener = listener
+        self._socket_path = socket_path
+        self._pending: collections.OrderedDict[int, trio.CancelScope] = collections.OrderedDict()
+        self._sessions = 0
+        self._idle = trio.Event()
+        self._idle.set()
+
+    @classmethod
+    async def open_unix(cls, path: Path) -> ControlServer:
+        """Bind a UNIX socket at ``path`` (replacing a stale one; the lock is ours)."""
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+        sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            if len(str(path)) > _SUN_PATH_MAX:
+                await _bind_long_path(sock, path)
+            else:
+                await sock.bind(str(path))
+            info = os.lstat(path)
+            if not stat.S_ISSOCK(info.st_mode) or stat.S_IMODE(info.st_mode) & 0o077:
+                raise PermissionError
+            sock.listen(64)
+        except OSError as exc:
+            sock.close()
+            raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
+        return cls(sock, path)
+
+    @classmethod
+    async def open_tcp(cls, port: int) -> ControlServer:
+        """Bind TCP on exactly 127.0.0.1:``port``."""
+        sock = trio.socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            await sock.bind(("127.0.0.1", port))
+            sock.listen(64)
+        except OSError as exc:
+            sock.close()
+            raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
+        return cls(sock, None)
+
+    async def serve(self, credential: str, handler: ControlHandler) -> None:
+        """Accept connections until cancelled or closed."""
+        async with trio.open_nursery() as sessions:
+            while True:
+                try:
+                    conn, _ = await self._listener.accept()
+                except (OSError, trio.ClosedResourceError):
+                    return
+                sessions.start_soon(self._session, conn, credential, handler)
+
+    def close(self) -> None:
+        """Stop listening and remove the socket file; open sessions carry on."""
+        self._listener.close()
+        if self._socket_path is not None:
+            try:
+                self._socket_path.unlink()
+            except FileNotFoundError:
+                pass
+
+    async def wait_idle(self, timeout: float) -> None:
+        """Let open sessions finish sending (the final ``stopped``), at most ``timeout``."""
+        with trio.move_on_after(timeout):
+            await self._idle.wait()
+
+    async def _session(
+        self, conn: trio.socket.SocketType, credential: str, handler: ControlHandler
+    ) -> None:
+        self._sessions += 1
+        self._idle = trio.Event()
+        try:
+            await self._serve_one(conn, credential, handler)
+        finally:
+            self._sessions -= 1
+            if self._sessions == 0:
+                self._idle.set()
+
+    async def _serve_one(
+        self, conn: trio.socket.SocketType, credential: str, handler: ControlHandler
+    ) -> None:
+        with conn:
+            request = await self._read_request(conn)
+            if request is None or not hmac.compare_digest(request.credential, credential):
+                return
+            try:
+                if request.command is ControlCommand.STOP:
+                    await _stream(conn, handler.subscribe_stop())
+                else:
+                    await _send(conn, handler.answer(request.command))
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
+                return  # the client went away; nothing else is affected
+
+    async def _read_request(self, conn: trio.socket.SocketType) -> ControlRequest | None:
+        key = id(conn)
+        if len(self._pending) >= MAX_PENDING:
+            _, oldest = self._pending.popitem(last=False)
+            oldest.cancel()
+        with trio.move_on_after(READ_DEADLINE_S) as scope:
+            self._pending[key] = scope
+            try:
+                return await _read_line(conn)
+            finally:
+                self._pending.pop(key, None)
+        return None
+
+
+async def _read_line(conn: trio.socket.SocketType) -> ControlRequest | None:
+    framer = LineFramer()
+    try:
+        while True:
+            frame = framer.next_frame()
+            if isinstance(frame, bytes):
+                return decode_request(frame)
+            if frame is Need.CLOSED:
+                return None
+            framer.receive_data(await conn.recv(4096))
+    except (OSError, ProtocolError):
+        return None
+
+
+async def _send(conn: trio.socket.SocketType, response: ControlResponse) -> None:
+    data = memoryview(encode_response(response))
+    while data:
+        sent = await conn.send(data)
+        data = data[sent:]
+
+
+async def _stream(
+    conn: trio.socket.SocketType, answers: trio.MemoryReceiveChannel[ControlResponse]
+) -> None:
+    async with answers:
+        async for response in answers:
+            await _send(conn, response)
+
+
+async def _bind_long_path(sock: trio.socket.SocketType, path: Path) -> None:
+    """Bind through ``/proc/self/fd`` when the absolute path overflows ``sun_path``."""
+    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        await sock.bind(f"/proc/self/fd/{dir_fd}/{path.name}")
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,37 @@
+"""Resolution of the requested process driver and control transport (seed 000).
+
+``auto`` is resolved deterministically, once, from what the platform offers; an explicit
+choice is honoured or refused, never silently replaced by the other one.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+
+from coretsia.worker_protocol.catalogue import ConfigRule
+from coretsia.worker_protocol.exceptions import WorkerConfigError
+from coretsia.worker_protocol.vocabulary import Driver, DriverRequest, Transport, TransportRequest
+
+
+def fork_available() -> bool:
+    """POSIX fork-exec (``posix_spawn``) with sessions: the ``fork`` driver's needs."""
+    return sys.platform != "win32" and hasattr(os, "posix_spawn") and hasattr(os, "setsid")
+
+
+def resolve_driver(requested: DriverRequest) -> Driver:
+    """``auto`` is ``fork`` where available; ``proc`` is not built yet on this version."""
+    if requested in (DriverRequest.AUTO, DriverRequest.FORK) and fork_available():
+        return Driver.FORK
+    raise WorkerConfigError("worker.driver", ConfigRule.UNAVAILABLE)
+
+
+def resolve_transport(requested: TransportRequest) -> Transport:
+    """``auto`` is ``unix`` where UNIX sockets exist and the platform is not Windows."""
+    if requested is TransportRequest.TCP:
+        return Transport.TCP
+    unix = sys.platform != "win32" and hasattr(socket, "AF_UNIX")
+    if requested is TransportRequest.UNIX and not unix:
+        raise WorkerConfigError("worker.control.transport", ConfigRule.UNAVAILABLE)
+    return Transport.UNIX if unix else Transport.TCP

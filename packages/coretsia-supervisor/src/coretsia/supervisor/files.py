@@ -1,0 +1,50 @@
+"""The supervisor's own files under ``var/tmp``: written atomically, private, removable.
+
+Everything here runs under the umask 077 the supervisor sets before it starts any thread,
+so no file of ours is ever readable by another user, even for an instant; modes are
+still set and checked explicitly where the seed demands it (the locator and the socket).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from coretsia.worker_protocol.endpoint import ENDPOINT_KEY_BYTES
+
+
+def write_atomic(path: Path, data: bytes, tmp: Path | None = None) -> None:
+    """Write ``data`` through a temporary file and a rename: readers see old or new."""
+    tmp = tmp or path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        if os.fstat(fd).st_mode & 0o777 != 0o600:
+            raise PermissionError
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def remove(path: Path) -> None:
+    """Delete a file if it exists."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def endpoint_key(path: Path) -> bytes:
+    """The root's secret for the endpoint hash: reused if valid, created otherwise."""
+    try:
+        key = path.read_bytes()
+        if len(key) == ENDPOINT_KEY_BYTES and path.stat().st_mode & 0o777 == 0o600:
+            return key
+    except OSError:
+        pass
+    key = secrets.token_bytes(ENDPOINT_KEY_BYTES)
+    write_atomic(path, key)
+    return key

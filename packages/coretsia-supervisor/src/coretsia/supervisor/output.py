@@ -1,0 +1,102 @@
+"""The one way anything reaches the user's terminal: safe fields and error tokens only.
+
+Redaction lives here, in one place: a summary may carry only seed 000's safe fields, and
+an error only its ``CODE: reason-token`` (plus, for configuration errors, the key and the
+rule). Anything else is a programming error caught by :func:`summary`. Commands write
+through this module and nowhere else; it imports nothing beyond the standard library so
+that the probe commands stay fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Mapping
+from typing import Final
+
+from coretsia.worker_protocol.control import PoolSummary
+from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerError
+
+SAFE_FIELDS: Final = frozenset(
+    {
+        "status",
+        "pool_status",
+        "pid",
+        "worker_count",
+        "ready_worker_count",
+        "healthy",
+        "reason",
+        "driver",
+        "control_transport",
+        "endpoint_hash",
+        "operation",
+        "outcome",
+        "duration_ms",
+    }
+)
+
+Fields = Mapping[str, "str | int | bool"]
+
+
+def summary_fields(summary: PoolSummary) -> dict[str, str | int | bool]:
+    """The safe fields of a live pool summary."""
+    return {
+        "status": summary.pool_status.value,
+        "pool_status": summary.pool_status.value,
+        "pid": summary.pid,
+        "worker_count": summary.worker_count,
+        "ready_worker_count": summary.ready_worker_count,
+        "driver": summary.driver.value,
+        "control_transport": summary.control_transport.value,
+        "endpoint_hash": summary.endpoint_hash,
+    }
+
+
+def _checked(fields: Fields) -> Fields:
+    unsafe = set(fields) - SAFE_FIELDS
+    if unsafe:
+        msg = "unsafe output field"
+        raise ValueError(msg)
+    return fields
+
+
+def summary(fields: Fields, *, as_json: bool) -> None:
+    """Print one summary line: deterministic JSON, or readable text."""
+    _checked(fields)
+    if as_json:
+        line = json.dumps(dict(fields), sort_keys=True, separators=(",", ":"))
+    else:
+        line = _text(fields)
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def _text(fields: Fields) -> str:
+    status = fields.get("status", "")
+    parts = [f"{status}:"] if status else []
+    if "reason" in fields:
+        parts.append(str(fields["reason"]))
+    if "worker_count" in fields:
+        parts.append(f"{fields['ready_worker_count']}/{fields['worker_count']} workers ready")
+    details = [
+        f"{label} {fields[key]}"
+        for key, label in (
+            ("pid", "pid"),
+            ("driver", "driver"),
+            ("control_transport", "control"),
+            ("endpoint_hash", "endpoint"),
+        )
+        if key in fields
+    ]
+    if details:
+        parts.append("(" + ", ".join(details) + ")")
+    return " ".join(parts)
+
+
+def error(exc: WorkerError) -> None:
+    """Print a failure as ``CODE: reason-token`` on stderr (and key/rule for config)."""
+    line = str(exc)
+    if isinstance(exc, WorkerConfigError):
+        line += f" (key {exc.key}, rule {exc.rule.value})"
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()

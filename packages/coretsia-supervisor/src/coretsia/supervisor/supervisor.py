@@ -1,0 +1,462 @@
+"""The foreground supervisor of one pool: seed 000's ``worker:start``, in trio.
+
+Lifecycle, in the seed's order (each step only after the previous one succeeded):
+
+1. launch the guardian and complete the versioned handshake; the guardian claims
+   ``var/tmp/worker.lock`` (a refused claim changes nothing of the running pool);
+2. publish the immutable generation; delete stale locator, state and stop artifacts;
+3. generate the 256-bit credential; open the control server; (signal handling is
+   installed first of all, so a stop during any step is a clean cancelled start);
+4. publish ``starting`` state, then the private locator;
+5. spawn every slot through the guardian and wait for every readiness frame, at most
+   ``start_timeout_ms``; publish ``running`` and print one summary;
+6. serve until a stop (control, SIGTERM, SIGINT, a worker's request) or a failure;
+7. shutdown: ``stopping`` state, the guardian runs the bounded phases, the supervisor
+   removes state, stop flag, listener, socket and locator, then asks the guardian to
+   release the lock, last; pending ``stop`` requests get ``stopped``.
+
+Failures while starting or running end in the same shutdown, then the failure is raised.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import secrets
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
+from typing import Final
+
+import trio
+
+from coretsia.supervisor import files, generation, output
+from coretsia.supervisor._version import __version__
+from coretsia.supervisor.config import PoolConfig
+from coretsia.supervisor.control_server import ControlServer
+from coretsia.supervisor.guardian_link import GuardianLink, guardian_env
+from coretsia.supervisor.pool import Pool, Slot, SlotState
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.control import (
+    ControlResponse,
+    ErrorResponse,
+    StatusResponse,
+    StoppedResponse,
+    StopProgress,
+)
+from coretsia.worker_protocol.endpoint import endpoint_hash
+from coretsia.worker_protocol.exceptions import (
+    ProtocolError,
+    WorkerError,
+    WorkerForkFailedError,
+    WorkerLifecycleFailedError,
+    WorkerStartFailedError,
+    error_for,
+)
+from coretsia.worker_protocol.framing import LineFramer, Need
+from coretsia.worker_protocol.internal.guardian import (
+    Drained,
+    Exited,
+    Hello,
+    Phase,
+    Release,
+    Released,
+    Shutdown,
+    Spawn,
+    SpawnFailed,
+)
+from coretsia.worker_protocol.lifecycle import (
+    ENDPOINT_KEY_PATH,
+    LOCATOR_PATH,
+    LOCATOR_TMP_PATH,
+)
+from coretsia.worker_protocol.locator import Locator, encode_locator
+from coretsia.worker_protocol.state import PoolState, encode_state
+from coretsia.worker_protocol.vocabulary import ControlCommand, Driver, PoolStatus, Transport
+from coretsia.worker_protocol.worker_channel import (
+    Failed,
+    Ready,
+    Retiring,
+    ShutdownRequest,
+    decode_worker_frame,
+)
+
+LAUNCHER_MODULE: Final = "coretsia.supervisor.launcher"
+"""What every worker runs: ``python -m coretsia.supervisor.launcher``."""
+
+RELEASE_TIMEOUT_S: Final = 5.0
+SHUTDOWN_SLACK_S: Final = 5.0
+
+
+class Supervisor:
+    """One run of ``coretsia-supervisor start``."""
+
+    def __init__(
+        self,
+        root: Path,
+        config: PoolConfig,
+        driver: Driver,
+        transport: Transport,
+        umask: int,
+        environ: Mapping[str, str],
+    ) -> None:
+        self._root = root
+        self._config = config
+        self._driver = driver
+        self._transport = transport
+        self._umask = umask
+        self._environ = environ
+        self._credential = secrets.token_hex(32)
+        self._failure: WorkerError | None = None
+        self._stop_requested = False
+        self._stopping = False
+        self._link: GuardianLink | None = None
+        self._guardian_lost = False
+        self._server: ControlServer | None = None
+        self._state_published = False
+        self._drained = trio.Event()
+        self._drained_clean = False
+        self._released = trio.Event()
+        self._subscribers: list[trio.MemorySendChannel[ControlResponse]] = []
+        self._pool = Pool(
+            pid=os.getpid(),
+            driver=driver,
+            transport=transport,
+            endpoint_hash="0" * 32,
+            slots=[Slot(i) for i in range(config.workers)],
+        )
+        self._nursery: trio.Nursery | None = None
+        self._artifact_root = ""
+
+    # -- the whole run ------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Start, serve and shut down; raise the failure that ended the run, if any."""
+        signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+        with trio.open_signal_receiver(*signals) as received:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                nursery.start_soon(self._watch_signals, received)
+                try:
+                    await self._start_and_serve(nursery)
+                except WorkerError as exc:
+                    self._fail(exc)
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await self._shutdown()
+                nursery.cancel_scope.cancel()
+        if self._failure is not None:
+            raise self._failure
+
+    async def _start_and_serve(self, nursery: trio.Nursery) -> None:
+        config = self._config
+        hello = Hello(
+            peer_version=__version__,
+            driver=self._driver,
+            stop_timeout_ms=config.stop_timeout_ms,
+            force_kill_timeout_ms=config.force_kill_timeout_ms,
+            umask=self._umask,
+        )
+        self._link = await GuardianLink.launch(self._root, hello, guardian_env(self._environ))
+        nursery.start_soon(self._guardian_events, self._link)
+        self._artifact_root = generation.publish(self._root, config.to_generation_dict())
+        for stale in (
+            LOCATOR_PATH,
+            LOCATOR_TMP_PATH,
+            config.state_path,
+            config.state_tmp_path,
+            config.stop_flag_path,
+        ):
+            files.remove(self._root / stale)
+        self._pool.endpoint_hash = self._endpoint_hash()
+        if self._transport is Transport.UNIX:
+            self._server = await ControlServer.open_unix(self._root / config.socket_path)
+        else:
+            self._server = await ControlServer.open_tcp(config.tcp_port)
+        nursery.start_soon(self._server.serve, self._credential, self)
+        self._publish_state()
+        self._publish_locator()
+        for slot in self._pool.slots:
+            if self._stop_requested or self._failure is not None:
+                break
+            await self._spawn(slot)
+        with trio.move_on_after(config.start_timeout_ms / 1000):
+            await self._pool.wait_until(self._start_settled)
+        if self._failure is not None:
+            return
+        if self._stop_requested:
+            self._fail(WorkerStartFailedError(Reason.START_CANCELLED))
+            return
+        if not self._pool.all_ready:
+            self._fail(WorkerStartFailedError(Reason.READINESS_TIMEOUT))
+            return
+        self._pool.status = PoolStatus.RUNNING
+        self._publish_state()
+        fields = output.summary_fields(self._pool.summary())
+        output.summary(fields, as_json=False)
+        await self._pool.wait_until(lambda: self._stop_requested or self._failure is not None)
+
+    def _start_settled(self) -> bool:
+        return self._pool.all_ready or self._stop_requested or self._failure is not None
+
+    # -- workers ------------------------------------------------------------------------
+
+    def _argv(self, slot: Slot) -> tuple[str, ...]:
+        return (
+            sys.executable,
+            "-m",
+            LAUNCHER_MODULE,
+            f"--coretsia-worker-artifact-root={self._artifact_root}",
+            f"--coretsia-worker-slot={slot.index}",
+            "--coretsia-worker-channel-fd=3",
+            "--coretsia-worker-stop-fd=4",
+        )
+
+    async def _spawn(self, slot: Slot) -> None:
+        assert self._link is not None
+        assert self._nursery is not None
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        slot.state = SlotState.SPAWNING
+        slot.failed_reason = None
+        slot.retiring = False
+        try:
+            await self._link.send(Spawn(slot=slot.index, argv=self._argv(slot)), (theirs.fileno(),))
+        finally:
+            theirs.close()
+        self._nursery.start_soon(self._read_worker, slot, trio.socket.from_stdlib_socket(ours))
+
+    async def _read_worker(self, slot: Slot, sock: trio.socket.SocketType) -> None:
+        framer = LineFramer()
+        with sock:
+            try:
+                while True:
+                    frame = framer.next_frame()
+                    if frame is Need.CLOSED:
+                        return
+                    if frame is Need.DATA:
+                        framer.receive_data(await sock.recv(4096))
+                        continue
+                    self._on_worker_frame(slot, decode_worker_frame(frame))
+            except ProtocolError:
+                if slot.state is SlotState.SPAWNING:
+                    self._fail(WorkerStartFailedError(Reason.READINESS_INVALID))
+                else:
+                    self._fail(WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED))
+            except OSError:
+                return
+
+    def _on_worker_frame(self, slot: Slot, frame: object) -> None:
+        if isinstance(frame, Ready):
+            if frame.token is not None or slot.state is not SlotState.SPAWNING:
+                self._fail(WorkerStartFailedError(Reason.READINESS_INVALID))
+                return
+            slot.state = SlotState.READY
+            self._publish_state()
+        elif isinstance(frame, Failed):
+            slot.failed_reason = frame.reason
+        elif isinstance(frame, Retiring):
+            slot.retiring = True
+        elif isinstance(frame, ShutdownRequest):
+            self._request_stop()
+        self._pool.changed()
+
+    def _on_exit(self, frame: Exited) -> None:
+        if not 0 <= frame.slot < len(self._pool.slots):
+            return
+        slot = self._pool.slots[frame.slot]
+        slot.state = SlotState.EXITED
+        self._publish_state()
+        self._pool.changed()
+        if self._stopping:
+            return
+        if (
+            slot.retiring
+            and frame.exit_kind == "exit-0"
+            and self._pool.status is PoolStatus.RUNNING
+        ):
+            assert self._nursery is not None
+            self._nursery.start_soon(self._recycle, slot)
+            return
+        if slot.failed_reason is not None:
+            self._fail(error_for(slot.failed_reason))
+        elif self._pool.status is PoolStatus.STARTING:
+            self._fail(WorkerStartFailedError(Reason.CHILD_START_FAILED))
+        else:
+            self._fail(WorkerLifecycleFailedError(Reason.CHILD_EXITED))
+
+    async def _recycle(self, slot: Slot) -> None:
+        """Replace a retired worker with a fresh boot of the current generation."""
+        try:
+            await self._spawn(slot)
+        except WorkerError as exc:
+            self._fail(exc)
+            return
+        with trio.move_on_after(self._config.start_timeout_ms / 1000):
+            await self._pool.wait_until(
+                lambda: slot.state is not SlotState.SPAWNING or self._stopping
+            )
+        if slot.state is SlotState.SPAWNING and not self._stopping:
+            self._fail(WorkerStartFailedError(Reason.READINESS_TIMEOUT))
+
+    # -- the guardian -------------------------------------------------------------------
+
+    async def _guardian_events(self, link: GuardianLink) -> None:
+        while True:
+            frame = await link.receive()
+            if frame is None:
+                self._guardian_lost = True
+                if not self._released.is_set():
+                    self._fail(WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED))
+                self._drained.set()
+                self._released.set()
+                return
+            if isinstance(frame, Exited):
+                self._on_exit(frame)
+            elif isinstance(frame, SpawnFailed):
+                if frame.reason is Reason.FORK_FAILED:
+                    self._fail(WorkerForkFailedError())
+                else:
+                    self._fail(WorkerStartFailedError(Reason.CHILD_START_FAILED))
+            elif isinstance(frame, Phase):
+                self._broadcast(StopProgress(frame.phase, frame.budget_ms))
+            elif isinstance(frame, Drained):
+                self._drained_clean = frame.clean
+                self._drained.set()
+            elif isinstance(frame, Released):
+                self._released.set()
+
+    # -- control ------------------------------------------------------------------------
+
+    def answer(self, command: ControlCommand) -> ControlResponse:
+        """Answer ``status`` or ``health`` from the live pool."""
+        if command is ControlCommand.HEALTH:
+            return self._pool.health(failure_pending=self._failure is not None)
+        return StatusResponse(self._pool.summary())
+
+    def subscribe_stop(self) -> trio.MemoryReceiveChannel[ControlResponse]:
+        """Register a ``stop`` client and request shutdown."""
+        send, receive = trio.open_memory_channel[ControlResponse](math.inf)
+        self._subscribers.append(send)
+        self._request_stop()
+        return receive
+
+    def _broadcast(self, response: ControlResponse) -> None:
+        for subscriber in self._subscribers:
+            try:
+                subscriber.send_nowait(response)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                continue
+
+    def _request_stop(self) -> None:
+        self._stop_requested = True
+        self._pool.changed()
+
+    async def _watch_signals(self, received: AsyncIterator[int]) -> None:
+        async for signum in received:
+            if signum != signal.SIGHUP:  # SIGHUP is ignored: there is no reload to do
+                self._request_stop()
+
+    def _fail(self, exc: WorkerError) -> None:
+        if self._failure is None:
+            self._failure = exc
+        self._pool.changed()
+
+    # -- files --------------------------------------------------------------------------
+
+    def _endpoint_hash(self) -> str:
+        key = files.endpoint_key(self._root / ENDPOINT_KEY_PATH)
+        if self._transport is Transport.UNIX:
+            address = self._config.socket_path
+        else:
+            address = f"127.0.0.1:{self._config.tcp_port}"
+        return endpoint_hash(key, self._transport, address)
+
+    def _publish_locator(self) -> None:
+        config = self._config
+        unix = self._transport is Transport.UNIX
+        locator = Locator(
+            transport=self._transport,
+            credential=self._credential,
+            stop_timeout_ms=config.stop_timeout_ms,
+            force_kill_timeout_ms=config.force_kill_timeout_ms,
+            path=config.socket_path if unix else None,
+            host=None if unix else "127.0.0.1",
+            port=None if unix else config.tcp_port,
+        )
+        files.write_atomic(
+            self._root / LOCATOR_PATH, encode_locator(locator), self._root / LOCATOR_TMP_PATH
+        )
+
+    def _publish_state(self) -> None:
+        if self._stopping and not self._state_published:
+            return
+        config = self._config
+        state = PoolState(
+            pid=self._pool.pid,
+            status=self._pool.status,
+            worker_count=len(self._pool.slots),
+            ready_worker_count=self._pool.ready_count,
+            driver_requested=config.driver,
+            driver=self._driver,
+            control_transport_requested=config.control_transport,
+            control_transport=self._transport,
+            endpoint_hash=self._pool.endpoint_hash,
+        )
+        files.write_atomic(
+            self._root / config.state_path, encode_state(state), self._root / config.state_tmp_path
+        )
+        self._state_published = True
+
+    # -- shutdown -----------------------------------------------------------------------
+
+    async def _shutdown(self) -> None:
+        link = self._link
+        if link is None:
+            return
+        self._stopping = True
+        config = self._config
+        if self._state_published:
+            self._pool.status = PoolStatus.STOPPING
+            self._publish_state()
+            files.write_atomic(self._root / config.stop_flag_path, b"stop\n")
+        self._pool.changed()
+        if not self._guardian_lost:
+            try:
+                await link.send(Shutdown())
+            except WorkerError:
+                self._guardian_lost = True
+        budget = (config.stop_timeout_ms + 2 * config.force_kill_timeout_ms) / 1000
+        with trio.move_on_after(budget + SHUTDOWN_SLACK_S):
+            await self._drained.wait()
+        clean = self._drained.is_set() and self._drained_clean and not self._guardian_lost
+        for path in (config.state_path, config.state_tmp_path, config.stop_flag_path):
+            files.remove(self._root / path)
+        self._state_published = False
+        if self._server is not None:
+            self._server.close()
+        files.remove(self._root / LOCATOR_PATH)
+        released = False
+        if clean:
+            try:
+                await link.send(Release())
+            except WorkerError:
+                pass
+            with trio.move_on_after(RELEASE_TIMEOUT_S):
+                await self._released.wait()
+            released = not self._guardian_lost or self._released.is_set()
+            link.close()
+            await link.wait_exit()
+        else:
+            await link.abandon()
+        if not (clean and released) and self._failure is None:
+            self._fail(WorkerLifecycleFailedError(Reason.SHUTDOWN_FAILED))
+        final: ControlResponse = (
+            StoppedResponse() if clean and released else ErrorResponse(Reason.SHUTDOWN_FAILED)
+        )
+        self._broadcast(final)
+        for subscriber in self._subscribers:
+            subscriber.close()
+        if self._server is not None:
+            await self._server.wait_idle(RELEASE_TIMEOUT_S)
