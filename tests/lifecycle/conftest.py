@@ -1,0 +1,54 @@
+"""Fixtures for lifecycle tests: a fresh root per test and supervisors cleaned up by pid."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from pools import Supervisor, processes_in, write_root
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    """A fresh project root with a short path; fails the test if a process is left in it."""
+    with tempfile.TemporaryDirectory(prefix="cw-", dir="/tmp") as tmp:
+        path = Path(tmp).resolve()
+        write_root(path)
+        yield path
+        left = processes_in(path)
+        for proc in left:
+            try:
+                proc.kill()
+            except psutil.Error:
+                continue
+        psutil.wait_procs(left, timeout=10)
+        assert not left, f"processes left behind: {[p.pid for p in left]}"
+
+
+@pytest.fixture
+def supervisors() -> Iterator[Callable[..., Supervisor]]:
+    """Start supervisors; each is stopped (SIGTERM, then SIGKILL) at teardown."""
+    started: list[Supervisor] = []
+
+    def start(root: Path, *extra: str) -> Supervisor:
+        supervisor = Supervisor(root, *extra)
+        started.append(supervisor)
+        return supervisor
+
+    yield start
+    for supervisor in started:
+        if supervisor.proc.poll() is None:
+            supervisor.signal(signal.SIGTERM)
+            try:
+                supervisor.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                supervisor.proc.kill()
+                supervisor.proc.wait(timeout=10)
+        for stream in (supervisor.proc.stdout, supervisor.proc.stderr):
+            if stream is not None:
+                stream.close()

@@ -1,0 +1,210 @@
+"""A real pool end to end: start, readiness, status, health, stop, and what is left."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+from pools import Supervisor, cli, lock_held, processes_in, wait_for, wait_gone, write_root
+
+RUNTIME_FILES = (
+    "var/tmp/worker.state.json",
+    "var/tmp/worker.lifecycle.json",
+    "var/tmp/worker.sock",
+    "var/tmp/worker.stop",
+)
+
+
+class TestStartStatusStop:
+    def test_full_lifecycle(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """start, status, health and stop behave as the seed says, and nothing is left."""
+        supervisor: Supervisor = supervisors(root)
+        supervisor.wait_running()
+        status = cli(root, "status", "--json")
+        assert status.returncode == 0, status.stderr
+        fields = json.loads(status.stdout)
+        assert fields["pool_status"] == "running"
+        assert fields["ready_worker_count"] == fields["worker_count"] == 2
+        assert fields["pid"] == supervisor.proc.pid
+        health = cli(root, "health", "--json")
+        assert health.returncode == 0
+        assert json.loads(health.stdout)["healthy"] is True
+        stop = cli(root, "stop")
+        assert stop.returncode == 0, stop.stderr
+        assert stop.stdout.strip() == "stopped:"
+        assert supervisor.finish() == 0
+        # stop returned only after everything was gone: no wait needed here.
+        assert not lock_held(root)
+        for name in RUNTIME_FILES:
+            assert not (root / name).exists(), name
+        assert processes_in(root) == []
+
+    def test_state_file_while_running(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """The state file carries exactly the seed's ten fields and says running."""
+        supervisors(root).wait_running()
+        state = json.loads((root / "var/tmp/worker.state.json").read_text())
+        assert sorted(state) == sorted(
+            [
+                "version",
+                "pid",
+                "status",
+                "worker_count",
+                "ready_worker_count",
+                "driver_requested",
+                "driver",
+                "control_transport_requested",
+                "control_transport",
+                "endpoint_hash",
+            ]
+        )
+        assert state["status"] == "running"
+        assert state["driver"] == "fork"
+        assert (root / "var/tmp/worker.lifecycle.json").stat().st_mode & 0o777 == 0o600
+        assert (root / "var/tmp/worker.sock").stat().st_mode & 0o777 == 0o600
+
+    def test_sigterm_is_a_graceful_stop(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """SIGTERM to the supervisor stops the pool cleanly with exit 0."""
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        supervisor.signal(signal.SIGTERM)
+        assert supervisor.finish() == 0
+        assert not lock_held(root)
+        assert wait_gone(root) == []
+
+    def test_sigint_is_a_graceful_stop(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """Ctrl-C (SIGINT) stops the pool cleanly too."""
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        supervisor.signal(signal.SIGINT)
+        assert supervisor.finish() == 0
+        assert wait_gone(root) == []
+
+    def test_guardian_ignores_terminal_signals(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """SIGTERM, SIGINT and SIGHUP to the guardian change nothing: it obeys its channel."""
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        guardian = supervisor.guardian()
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            guardian.send_signal(sig)
+        assert cli(root, "health").returncode == 0
+        assert guardian.is_running()
+        assert cli(root, "stop").returncode == 0
+        assert supervisor.finish() == 0
+
+    def test_sighup_is_ignored(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """SIGHUP to the supervisor does not stop the pool (there is nothing to reload)."""
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        supervisor.signal(signal.SIGHUP)
+        assert cli(root, "health").returncode == 0
+        assert cli(root, "stop").returncode == 0
+        assert supervisor.finish() == 0
+
+
+class TestNotRunning:
+    def test_status_of_a_root_that_never_ran(self, root: Path) -> None:
+        """Without a lock holder every client command says not running, exit 3."""
+        for command in ("status", "health"):
+            result = cli(root, command)
+            assert result.returncode == 3
+            assert "worker-not-running" in result.stdout
+        stop = cli(root, "stop")
+        assert stop.returncode == 3
+        assert stop.stderr.strip() == "CORETSIA_WORKER_NOT_RUNNING: worker-not-running"
+
+    def test_stale_files_do_not_mean_running(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """After a SIGKILLed supervisor a free lock is authoritative; start replaces stale files."""
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        supervisor.proc.kill()
+        supervisor.finish()
+        assert wait_gone(root) == []
+        assert (root / "var/tmp/worker.lifecycle.json").exists()  # stale, left behind
+        assert cli(root, "status").returncode == 3
+        again = supervisors(root)
+        again.wait_running()
+        assert cli(root, "status").returncode == 0
+        assert cli(root, "stop").returncode == 0
+        assert again.finish() == 0
+
+
+class TestSecondStart:
+    def test_second_start_fails_fast_and_changes_nothing(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A second start exits non-zero with ALREADY_RUNNING and leaves the pool untouched."""
+        first = supervisors(root)
+        first.wait_running()
+        before = {
+            name: (root / name).read_bytes()
+            for name in (
+                "var/tmp/worker.state.json",
+                "var/tmp/worker.lifecycle.json",
+                "var/generations/current",
+            )
+        }
+        second = supervisors(root)
+        assert second.finish() == 1
+        assert second.stderr.strip() == "CORETSIA_WORKER_ALREADY_RUNNING: worker-already-running"
+        after = {name: (root / name).read_bytes() for name in before}
+        assert after == before
+        assert cli(root, "health").returncode == 0
+        assert cli(root, "stop").returncode == 0
+        assert first.finish() == 0
+
+
+class TestStartFailures:
+    def _fails(self, supervisors, root: Path, expected: str, code: int = 1) -> Supervisor:  # type: ignore[no-untyped-def]
+        supervisor = supervisors(root)
+        assert supervisor.finish(60) == code, supervisor.stderr
+        assert supervisor.stderr.strip() == expected
+        assert not lock_held(root)
+        assert wait_gone(root) == []
+        for name in RUNTIME_FILES:
+            assert not (root / name).exists(), name
+        return supervisor
+
+    def test_task_source_not_ready(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A worker whose source fails assert_ready fails the start with its own token."""
+        write_root(root, task_source="lifecycle_app:not_ready")
+        supervisor = self._fails(
+            supervisors, root, "CORETSIA_WORKER_START_FAILED: worker-task-source-not-ready"
+        )
+        assert "secret" not in supervisor.stderr + supervisor.stdout
+
+    def test_readiness_timeout(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A worker that never becomes ready fails the start after start_timeout_ms."""
+        write_root(
+            root, task_source="lifecycle_app:slow_ready", start_timeout_ms=1500, stop_timeout_ms=300
+        )
+        self._fails(supervisors, root, "CORETSIA_WORKER_START_FAILED: worker-readiness-timeout")
+
+    def test_config_error(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """An invalid configuration exits 6 naming the key and the rule, not the value."""
+        write_root(root, workers=5000)
+        supervisor = supervisors(root)
+        assert supervisor.finish() == 6
+        assert supervisor.stderr.strip() == (
+            "CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid "
+            "(key worker.workers, rule out-of-range)"
+        )
+        assert "5000" not in supervisor.stderr
+        assert not (root / "var").exists()
+
+    def test_invalid_task_type(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """An invalid task_type is the seed's invalid-state lifecycle failure."""
+        write_root(root, task_type="cron")
+        supervisor = supervisors(root)
+        assert supervisor.finish() == 1
+        assert supervisor.stderr.strip() == "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-invalid-state"
+
+    def test_stop_during_start(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """SIGTERM while starting cancels the start, cleans up, and says it never ran."""
+        write_root(root, task_source="lifecycle_app:slow_ready", stop_timeout_ms=300)
+        supervisor = supervisors(root)
+        # Wait until the start is under way: the state file says starting.
+        wait_for((root / "var/tmp/worker.state.json").exists)
+        supervisor.signal(signal.SIGTERM)
+        assert supervisor.finish() == 1
+        assert supervisor.stderr.strip() == "CORETSIA_WORKER_START_FAILED: worker-start-cancelled"
+        assert not lock_held(root)
+        assert wait_gone(root) == []

@@ -1,0 +1,197 @@
+"""Real pools for tests: a project root, a supervisor process, and cleanup (helpers).
+
+Imported by test modules as ``pools`` (``tests/support`` is on pytest's pythonpath).
+
+Every pool here is a real ``coretsia-supervisor start`` with a real guardian and real
+worker interpreters. Tests wait on events (the summary line, process exit, socket
+answers), never on fixed sleeps, and every wait is bounded. At teardown, any process whose
+working directory is the test's root (supervisor, guardian, workers, their children) is
+killed and reported, so a test that leaks a process fails even if the process was
+re-parented away from the test runner.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import psutil
+
+SUPERVISOR = [sys.executable, "-m", "coretsia.supervisor.cli"]
+
+SOURCES = '''
+import os, signal, sys, time
+
+class Task:
+    def __init__(self, action):
+        self.action = action
+    def run(self):
+        return self.action()
+    def complete(self, result):
+        pass
+    def fail(self, error):
+        pass
+
+class IdleSource:
+    """Waits for stop; hands out no task."""
+    def __init__(self, ctx):
+        self.ctx = ctx
+    def assert_ready(self):
+        pass
+    def receive(self):
+        self.ctx.wait_for_stop(None)
+        return None
+
+def idle(ctx):
+    return IdleSource(ctx)
+
+class NotReady(IdleSource):
+    def assert_ready(self):
+        raise RuntimeError("broker down at /secret/path")
+
+def not_ready(ctx):
+    return NotReady(ctx)
+
+class SlowReady(IdleSource):
+    def assert_ready(self):
+        time.sleep(3600)
+
+def slow_ready(ctx):
+    return SlowReady(ctx)
+
+class Stubborn(IdleSource):
+    """Its one task ignores SIGTERM and never ends: only SIGKILL stops it."""
+    def receive(self):
+        def forever():
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            while True:
+                time.sleep(60)
+        return Task(forever)
+
+def stubborn(ctx):
+    return Stubborn(ctx)
+'''
+
+
+def write_root(root: Path, **worker: object) -> Path:
+    """Write ``coretsia.toml`` (its ``[worker]`` table from ``worker``) and the test app."""
+    settings = {
+        "workers": 2,
+        "task_source": "lifecycle_app:idle",
+        "start_timeout_ms": 20000,
+        "stop_timeout_ms": 3000,
+        "force_kill_timeout_ms": 1000,
+        **worker,
+    }
+    lines = ["[worker]"]
+    for key, value in settings.items():
+        if isinstance(value, bool):
+            lines.append(f"{key} = {'true' if value else 'false'}")
+        elif isinstance(value, int):
+            lines.append(f"{key} = {value}")
+        else:
+            lines.append(f'{key} = "{value}"')
+    (root / "coretsia.toml").write_text("\n".join(lines) + "\n")
+    (root / "lifecycle_app.py").write_text(textwrap.dedent(SOURCES))
+    return root
+
+
+class Supervisor:
+    """A ``coretsia-supervisor start`` process of one root."""
+
+    def __init__(self, root: Path, *extra: str) -> None:
+        self.root = root
+        self.proc = subprocess.Popen(
+            [*SUPERVISOR, "start", "--root", str(root), *extra],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        self.summary = ""
+        self.stdout = ""
+        self.stderr = ""
+
+    def wait_running(self, timeout: float = 30) -> str:
+        """Block until the startup summary line; fail if the process ends first."""
+        assert self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        line = self.proc.stdout.readline().decode()
+        assert time.monotonic() < deadline, "startup took too long"
+        assert line.startswith("running:"), (line, self.finish(5))
+        self.summary = line
+        return line
+
+    def finish(self, timeout: float = 30) -> int:
+        """Wait for exit; collect the rest of stdout and stderr."""
+        out, err = self.proc.communicate(timeout=timeout)
+        self.stdout = self.summary + out.decode()
+        self.stderr = err.decode()
+        return self.proc.returncode
+
+    def signal(self, sig: int) -> None:
+        self.proc.send_signal(sig)
+
+    def tree(self) -> list[psutil.Process]:
+        """The guardian and every worker (descendants of the supervisor), right now."""
+        try:
+            return psutil.Process(self.proc.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            return []
+
+    def workers(self) -> list[psutil.Process]:
+        return [p for p in self.tree() if "coretsia.supervisor.launcher" in " ".join(p.cmdline())]
+
+    def guardian(self) -> psutil.Process:
+        (guardian,) = [p for p in self.tree() if "coretsia.guardian" in " ".join(p.cmdline())]
+        return guardian
+
+
+def cli(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run a client command (status, health, stop) to completion."""
+    return subprocess.run(
+        [*SUPERVISOR, *args, "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+def processes_in(root: Path) -> list[psutil.Process]:
+    """Every live process whose working directory is ``root`` (our whole tree)."""
+    found = []
+    for proc in psutil.process_iter(["cwd", "status"]):
+        try:
+            if proc.info["cwd"] == str(root) and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 30) -> None:
+    """Wait for a condition that no event announces (a file appearing), bounded."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.01)
+
+
+def wait_gone(root: Path, timeout: float = 10) -> list[psutil.Process]:
+    """Wait until no process runs in ``root``; return what is left at the deadline."""
+    deadline = time.monotonic() + timeout
+    left = processes_in(root)
+    while left and time.monotonic() < deadline:
+        psutil.wait_procs(left, timeout=max(0.0, min(0.5, deadline - time.monotonic())))
+        left = processes_in(root)
+    return left
+
+
+def lock_held(root: Path) -> bool:
+    from coretsia.worker_protocol import lock
+
+    return lock.probe(str(root / "var/tmp/worker.lock"))
