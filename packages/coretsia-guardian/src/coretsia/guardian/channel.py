@@ -37,7 +37,12 @@ class FramedChannel:
 
     @classmethod
     def from_fd(cls, fd: int) -> FramedChannel:
-        """Adopt an inherited descriptor (the guardian's end)."""
+        """Adopt an inherited descriptor (the guardian's end).
+
+        An inherited descriptor is inheritable by definition; it must not pass on to the
+        workers the guardian spawns, so it becomes close-on-exec first.
+        """
+        os.set_inheritable(fd, False)
         return cls(trio.socket.from_stdlib_socket(socket.socket(fileno=fd)))
 
     async def send(self, data: bytes, fds: Sequence[int] = ()) -> None:

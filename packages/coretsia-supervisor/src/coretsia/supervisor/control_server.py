@@ -45,6 +45,7 @@ MAX_PENDING: Final = 32
 """Most connections waiting for their request line at once."""
 
 _SUN_PATH_MAX: Final = 100
+_BACKLOG: Final = 256
 
 
 class ControlHandler(Protocol):
@@ -87,7 +88,7 @@ class ControlServer:
             info = os.lstat(path)
             if not stat.S_ISSOCK(info.st_mode) or stat.S_IMODE(info.st_mode) != 0o600:
                 raise PermissionError
-            sock.listen(64)
+            sock.listen(_BACKLOG)
         except OSError as exc:
             sock.close()
             raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
@@ -100,7 +101,7 @@ class ControlServer:
         try:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             await sock.bind(("127.0.0.1", port))
-            sock.listen(64)
+            sock.listen(_BACKLOG)
         except OSError as exc:
             sock.close()
             raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc

@@ -65,6 +65,7 @@ STOP_SLACK_S: Final = 5.0
 
 _LOOPBACK: Final = "127.0.0.1"
 _SUN_PATH_MAX: Final = 100
+_BACKLOG_RETRY_S: Final = 0.01
 
 
 class ControlClient:
@@ -153,16 +154,21 @@ class ControlClient:
         else:
             address = self._socket_path(locator)
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.settimeout(_remaining(deadline))
-            if isinstance(address, str) and len(address) > _SUN_PATH_MAX:
-                _connect_long_unix_path(sock, address)
-            else:
-                sock.connect(address)
-        except OSError as exc:
-            sock.close()
-            raise WorkerCommunicationFailedError from exc
-        return sock
+        while True:
+            try:
+                sock.settimeout(_remaining(deadline))
+                if isinstance(address, str) and len(address) > _SUN_PATH_MAX:
+                    _connect_long_unix_path(sock, address)
+                else:
+                    sock.connect(address)
+                return sock
+            except BlockingIOError:
+                # A full UNIX listen backlog (a flood of connections) answers EAGAIN at
+                # once instead of queueing us: try again until the deadline.
+                time.sleep(_BACKLOG_RETRY_S)
+            except OSError as exc:
+                sock.close()
+                raise WorkerCommunicationFailedError from exc
 
     # -- one exchange -------------------------------------------------------------------
 
