@@ -63,8 +63,7 @@ class TestRobustness:
         supervisors(root).wait_running()
         idle: list[socket.socket] = []
         try:
-            for _ in range(100):
-                idle.append(_connect(root))
+            idle.extend(_connect(root) for _ in range(100))
             result = cli(root, "status", timeout=20)
             assert result.returncode == 0, result.stderr
         finally:

@@ -42,7 +42,7 @@ class FramedChannel:
         An inherited descriptor is inheritable by definition; it must not pass on to the
         workers the guardian spawns, so it becomes close-on-exec first.
         """
-        os.set_inheritable(fd, False)
+        os.set_inheritable(fd, False)  # noqa: FBT003 - positional-only in the stdlib
         return cls(trio.socket.from_stdlib_socket(socket.socket(fileno=fd)))
 
     async def send(self, data: bytes, fds: Sequence[int] = ()) -> None:
