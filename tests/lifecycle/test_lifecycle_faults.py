@@ -60,7 +60,7 @@ class TestContainment:
         tree = supervisor.tree()
         supervisor.proc.kill()
         supervisor.finish()
-        gone, alive = psutil.wait_procs(
+        _gone, alive = psutil.wait_procs(
             tree, timeout=(STOP_MS + 2 * FORCE_KILL_MS) / 1000 + SLACK_S
         )
         assert alive == []
