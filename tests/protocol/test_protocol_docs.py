@@ -1,0 +1,147 @@
+"""docs/protocol.md stays true: every example decodes, and the catalogue table is exact.
+
+Examples are fenced ``json`` blocks right after an HTML comment naming the decoder, e.g.
+``<!-- example: decode_request -->``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coretsia.worker_protocol.catalogue import (
+    EXIT_CODES,
+    REASON_CODES,
+    ConfigRule,
+    HealthReason,
+    Reason,
+)
+from coretsia.worker_protocol.control import (
+    ControlRequest,
+    ErrorResponse,
+    HealthResponse,
+    StatusResponse,
+    StoppedResponse,
+    StopProgress,
+    decode_request,
+    decode_response,
+    encode_request,
+    encode_response,
+)
+from coretsia.worker_protocol.exit_codes import ExitCode
+from coretsia.worker_protocol.locator import decode_locator, encode_locator
+from coretsia.worker_protocol.state import decode_state, encode_state
+from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
+TEXT = DOC.read_text(encoding="utf-8")
+
+CODECS: dict[str, tuple[Callable[[bytes], Any], Callable[[Any], bytes]]] = {
+    "decode_request": (decode_request, encode_request),
+    "decode_response": (decode_response, encode_response),
+    "decode_locator": (decode_locator, encode_locator),
+    "decode_state": (decode_state, encode_state),
+}
+EXAMPLE = re.compile(r"<!-- example: (\w+) -->\n```json\n(.*?)\n```", re.DOTALL)
+EXAMPLES = EXAMPLE.findall(TEXT)
+
+
+def decoded(name: str) -> list[Any]:
+    """Every example of one decoder, decoded."""
+    decode = CODECS[name][0]
+    return [decode(body.encode()) for found, body in EXAMPLES if found == name]
+
+
+class TestExamples:
+    def test_examples_are_found(self) -> None:
+        """The doc holds the marked examples this test checks."""
+        assert len(EXAMPLES) >= 11
+
+    def test_every_json_block_is_marked(self) -> None:
+        """No ``json`` block escapes the check by lacking its marker comment."""
+        assert TEXT.count("```json") == len(EXAMPLES)
+
+    @pytest.mark.parametrize(("name", "body"), EXAMPLES)
+    def test_names_a_public_decoder(self, name: str, body: str) -> None:
+        """Each marker names one of the public decoders."""
+        assert name in CODECS
+
+    @pytest.mark.parametrize(("name", "body"), EXAMPLES)
+    def test_decodes(self, name: str, body: str) -> None:
+        """Each example decodes with the decoder its marker names."""
+        CODECS[name][0](body.encode())
+
+    @pytest.mark.parametrize(("name", "body"), EXAMPLES)
+    def test_is_canonical(self, name: str, body: str) -> None:
+        """Each example is byte for byte what the encoder writes."""
+        decode, encode = CODECS[name]
+        assert encode(decode(body.encode())) == body.encode() + b"\n"
+
+    def test_one_request_per_command(self) -> None:
+        """There is a request example for every control command."""
+        requests = decoded("decode_request")
+        assert all(isinstance(r, ControlRequest) for r in requests)
+        assert {r.command for r in requests} == set(ControlCommand)
+
+    def test_every_answer_type(self) -> None:
+        """There is an answer example of every type."""
+        kinds = {type(r) for r in decoded("decode_response")}
+        assert kinds == {
+            StatusResponse,
+            HealthResponse,
+            StopProgress,
+            StoppedResponse,
+            ErrorResponse,
+        }
+
+    def test_both_locator_transports(self) -> None:
+        """There is a locator example for each transport."""
+        assert {loc.transport for loc in decoded("decode_locator")} == set(Transport)
+
+    def test_a_state_file(self) -> None:
+        """There is a state file example."""
+        assert len(decoded("decode_state")) == 1
+
+
+class TestCatalogueInDoc:
+    def test_every_reason_appears(self) -> None:
+        """Every reason token is mentioned in the doc."""
+        assert [r.value for r in Reason if r.value not in TEXT] == []
+
+    def test_catalogue_rows_are_exact(self) -> None:
+        """The table row of each reason names its code and exit code."""
+        missing = []
+        for reason in Reason:
+            code = REASON_CODES[reason]
+            row = f"| `{code.value}` | `{reason.value}` | {int(EXIT_CODES[code])} |"
+            if row not in TEXT:
+                missing.append(reason.value)
+        assert missing == []
+
+    def test_catalogue_table_has_no_stale_rows(self) -> None:
+        """Every row of the catalogue table is a reason that still exists."""
+        rows = re.findall(r"^\| `CORETSIA_WORKER_\w+` \| `([a-z0-9-]+)` \|", TEXT, re.MULTILINE)
+        assert sorted(rows) == sorted(r.value for r in Reason)
+
+    @pytest.mark.parametrize("reason", list(HealthReason), ids=[r.value for r in HealthReason])
+    def test_every_health_reason_appears(self, reason: HealthReason) -> None:
+        """Every health reason is documented."""
+        assert f"`{reason.value}`" in TEXT
+
+    @pytest.mark.parametrize("rule", list(ConfigRule), ids=[r.value for r in ConfigRule])
+    def test_every_config_rule_appears(self, rule: ConfigRule) -> None:
+        """Every configuration rule is documented."""
+        assert f"`{rule.value}`" in TEXT
+
+    @pytest.mark.parametrize("code", list(ExitCode), ids=[c.name for c in ExitCode])
+    def test_every_exit_code_row(self, code: ExitCode) -> None:
+        """The exit code table has a row for every ExitCode."""
+        assert f"| {int(code)} | `{code.name}` |" in TEXT
+
+    def test_client_import_line(self) -> None:
+        """The doc shows how a third party imports the client."""
+        assert "from coretsia.worker_protocol.client import ControlClient" in TEXT

@@ -1,0 +1,389 @@
+"""The error catalogue, the typed exceptions and the exit codes."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from coretsia.worker_protocol.catalogue import (
+    EXIT_CODES,
+    EXPLANATIONS,
+    REASON_CODES,
+    ConfigRule,
+    ErrorCode,
+    Reason,
+)
+from coretsia.worker_protocol.exceptions import (
+    LocalProtocolError,
+    ProtocolError,
+    RemoteProtocolError,
+    WorkerAlreadyRunningError,
+    WorkerCommunicationFailedError,
+    WorkerConfigError,
+    WorkerError,
+    WorkerForkFailedError,
+    WorkerLifecycleFailedError,
+    WorkerNotRunningError,
+    WorkerStartFailedError,
+    error_for,
+)
+from coretsia.worker_protocol.exit_codes import ExitCode
+
+SECRET = "sk_live_TOPSECRET_0451"
+
+#: Seed 000, "Errors": every public code and reason token, verbatim.
+SEED_000_ERRORS = """
+CORETSIA_WORKER_START_FAILED: worker-start-failed
+CORETSIA_WORKER_START_FAILED: worker-task-source-missing
+CORETSIA_WORKER_START_FAILED: worker-task-source-ambiguous
+CORETSIA_WORKER_START_FAILED: worker-task-source-invalid
+CORETSIA_WORKER_START_FAILED: worker-task-source-unresolvable
+CORETSIA_WORKER_START_FAILED: worker-task-source-not-ready
+CORETSIA_WORKER_START_FAILED: worker-readiness-timeout
+CORETSIA_WORKER_START_FAILED: worker-readiness-invalid
+CORETSIA_WORKER_START_FAILED: worker-child-start-failed
+CORETSIA_WORKER_START_FAILED: worker-signal-handling-unavailable
+CORETSIA_WORKER_LIFECYCLE_FAILED: worker-lifecycle-failed
+CORETSIA_WORKER_LIFECYCLE_FAILED: worker-invalid-state
+CORETSIA_WORKER_LIFECYCLE_FAILED: worker-task-source-terminated
+CORETSIA_WORKER_LIFECYCLE_FAILED: worker-task-source-receive-failed
+CORETSIA_WORKER_LIFECYCLE_FAILED: worker-task-settlement-failed
+CORETSIA_WORKER_LIFECYCLE_FAILED: worker-child-exited
+CORETSIA_WORKER_LIFECYCLE_FAILED: worker-shutdown-failed
+CORETSIA_WORKER_LIFECYCLE_FAILED: worker-runtime-cleanup-failed
+CORETSIA_WORKER_LIFECYCLE_FAILED: worker-lifecycle-lock-failed
+CORETSIA_WORKER_LIFECYCLE_FAILED: worker-lifecycle-locator-failed
+CORETSIA_WORKER_LIFECYCLE_FAILED: worker-process-host-failed
+CORETSIA_WORKER_FORK_FAILED: worker-fork-failed
+CORETSIA_WORKER_ALREADY_RUNNING: worker-already-running
+CORETSIA_WORKER_COMMUNICATION_FAILED: worker-communication-failed
+CORETSIA_WORKER_NOT_RUNNING: worker-not-running
+"""
+SEED_PAIRS = [tuple(line.split(": ")) for line in SEED_000_ERRORS.strip().splitlines()]
+
+#: The class that owns each code, with the stdlib type it must also be.
+CLASSES: list[tuple[type[WorkerError], ErrorCode, type[BaseException]]] = [
+    (WorkerStartFailedError, ErrorCode.START_FAILED, RuntimeError),
+    (WorkerLifecycleFailedError, ErrorCode.LIFECYCLE_FAILED, RuntimeError),
+    (WorkerForkFailedError, ErrorCode.FORK_FAILED, ChildProcessError),
+    (WorkerAlreadyRunningError, ErrorCode.ALREADY_RUNNING, RuntimeError),
+    (WorkerCommunicationFailedError, ErrorCode.COMMUNICATION_FAILED, ConnectionError),
+    (WorkerNotRunningError, ErrorCode.NOT_RUNNING, ProcessLookupError),
+    (WorkerConfigError, ErrorCode.CONFIG_INVALID, ValueError),
+    (LocalProtocolError, ErrorCode.PROTOCOL_VIOLATION, ValueError),
+    (RemoteProtocolError, ErrorCode.PROTOCOL_VIOLATION, ValueError),
+]
+CLASS_IDS = [cls.__name__ for cls, _, _ in CLASSES]
+PLAIN_CODES = {
+    ErrorCode.START_FAILED,
+    ErrorCode.LIFECYCLE_FAILED,
+    ErrorCode.FORK_FAILED,
+    ErrorCode.ALREADY_RUNNING,
+    ErrorCode.COMMUNICATION_FAILED,
+    ErrorCode.NOT_RUNNING,
+}
+
+
+def build(reason: Reason) -> WorkerError:
+    """An instance of the class that owns ``reason``'s code, carrying that reason."""
+    code = REASON_CODES[reason]
+    if code is ErrorCode.CONFIG_INVALID:
+        return WorkerConfigError("worker.count", ConfigRule.OUT_OF_RANGE)
+    if code is ErrorCode.PROTOCOL_VIOLATION:
+        return RemoteProtocolError(reason, "$.pid")
+    cls = next(c for c, owned, _ in CLASSES if owned is code)
+    return cls(reason)
+
+
+def shows(error: BaseException, text: str) -> bool:
+    """True when ``text`` appears in the error's str, repr or args."""
+    return text in str(error) or text in repr(error) or text in repr(error.args)
+
+
+def raise_wrapping(reason: Reason) -> None:
+    """Raise the error of ``reason`` from an OSError whose message holds a secret path."""
+    try:
+        raise OSError(13, SECRET, "/home/alice/.secret")
+    except OSError as inner:
+        raise build(reason) from inner
+
+
+def raise_while_handling() -> None:
+    """Raise a lifecycle error while a KeyError holding a secret is being handled."""
+    try:
+        raise KeyError(SECRET)
+    except KeyError:
+        raise WorkerLifecycleFailedError(Reason.CHILD_EXITED)  # noqa: B904
+
+
+class TestSeedCatalogue:
+    @pytest.mark.parametrize(("code", "token"), SEED_PAIRS, ids=[t for _, t in SEED_PAIRS])
+    def test_seed_reason_exists_with_its_code(self, code: str, token: str) -> None:
+        """Every code/token pair of seed 000 is in the catalogue, under the same code."""
+        assert REASON_CODES[Reason(token)] is ErrorCode(code)
+
+    def test_seed_codes_are_all_present(self) -> None:
+        """Every code seed 000 names is an ErrorCode."""
+        assert {ErrorCode(code) for code, _ in SEED_PAIRS} <= set(ErrorCode)
+
+    def test_extensions_are_exactly_the_documented_ones(self) -> None:
+        """Reasons beyond the seed are config-invalid, the frame tokens and two start ones."""
+        seed = {Reason(token) for _, token in SEED_PAIRS}
+        extra = {r for r in Reason if r not in seed}
+        frame_tokens = {r for r in Reason if r.value.startswith("worker-frame-")}
+        documented = {Reason.CONFIG_INVALID, Reason.PEER_VERSION_MISMATCH, Reason.START_CANCELLED}
+        assert extra == frame_tokens | documented
+
+
+class TestCatalogueShape:
+    def test_every_reason_has_a_code(self) -> None:
+        """Every reason belongs to a code."""
+        assert [r for r in Reason if r not in REASON_CODES] == []
+
+    def test_every_reason_has_an_explanation(self) -> None:
+        """Every reason has a non-empty one-line explanation."""
+        bad = [r for r in Reason if not EXPLANATIONS.get(r, "").strip() or "\n" in EXPLANATIONS[r]]
+        assert bad == []
+
+    def test_every_reason_has_an_exit_code(self) -> None:
+        """Every reason's code maps to an exit status."""
+        assert all(isinstance(EXIT_CODES[REASON_CODES[r]], ExitCode) for r in Reason)
+
+    def test_every_code_has_an_exit_code(self) -> None:
+        """Every ErrorCode maps to an ExitCode."""
+        assert set(EXIT_CODES) == set(ErrorCode)
+
+    def test_every_code_has_a_reason(self) -> None:
+        """No code is left without a reason token."""
+        assert set(REASON_CODES.values()) == set(ErrorCode)
+
+    def test_tokens_have_the_worker_prefix(self) -> None:
+        """Every reason token starts with ``worker-`` and is lowercase kebab case."""
+        for reason in Reason:
+            assert reason.value.startswith("worker-")
+            assert reason.value == reason.value.lower()
+            assert " " not in reason.value
+
+    def test_codes_have_the_coretsia_prefix(self) -> None:
+        """Every code is CORETSIA_WORKER_* in upper case."""
+        for code in ErrorCode:
+            assert code.value.startswith("CORETSIA_WORKER_")
+            assert code.value == code.value.upper()
+
+    def test_exit_code_mapping(self) -> None:
+        """Not running is 3, communication and protocol failures 4, config 6, the rest 1."""
+        assert EXIT_CODES[ErrorCode.NOT_RUNNING] is ExitCode.NOT_RUNNING
+        assert EXIT_CODES[ErrorCode.COMMUNICATION_FAILED] is ExitCode.UNKNOWN
+        assert EXIT_CODES[ErrorCode.PROTOCOL_VIOLATION] is ExitCode.UNKNOWN
+        assert EXIT_CODES[ErrorCode.CONFIG_INVALID] is ExitCode.CONFIG_INVALID
+        for code in (ErrorCode.START_FAILED, ErrorCode.LIFECYCLE_FAILED, ErrorCode.FORK_FAILED):
+            assert EXIT_CODES[code] is ExitCode.FAILURE
+        assert EXIT_CODES[ErrorCode.ALREADY_RUNNING] is ExitCode.FAILURE
+
+
+class TestExitCodes:
+    def test_values(self) -> None:
+        """The exit codes are exactly 0, 1, 2, 3, 4 and 6."""
+        assert sorted(int(c) for c in ExitCode) == [0, 1, 2, 3, 4, 6]
+
+    def test_none_is_reserved_by_the_shell(self) -> None:
+        """No exit code is negative or 126 and above."""
+        assert all(0 <= c < 126 for c in ExitCode)
+
+    def test_names(self) -> None:
+        """The names say what each LSB status means."""
+        assert int(ExitCode.OK) == 0
+        assert int(ExitCode.FAILURE) == 1
+        assert int(ExitCode.USAGE) == 2
+        assert int(ExitCode.NOT_RUNNING) == 3
+        assert int(ExitCode.UNKNOWN) == 4
+        assert int(ExitCode.CONFIG_INVALID) == 6
+
+
+class TestMessages:
+    def test_each_class_str_is_code_colon_reason(self) -> None:
+        """For every reason, the owning class's str() is exactly ``CODE: reason-token``."""
+        wrong = {
+            reason: str(build(reason))
+            for reason in Reason
+            if str(build(reason)) != f"{REASON_CODES[reason].value}: {reason.value}"
+        }
+        assert wrong == {}
+
+    def test_error_for_str_is_code_colon_reason(self) -> None:
+        """error_for builds the owning class, whose str() is ``CODE: reason-token``."""
+        for reason in (r for r in Reason if REASON_CODES[r] in PLAIN_CODES):
+            error = error_for(reason)
+            assert str(error) == f"{REASON_CODES[reason].value}: {reason.value}"
+            assert error.reason is reason
+            assert error.code is REASON_CODES[reason]
+
+    def test_error_for_maps_config_and_protocol_to_communication(self) -> None:
+        """A config or protocol reason arriving as data becomes a communication failure."""
+        for reason in (r for r in Reason if REASON_CODES[r] not in PLAIN_CODES):
+            error = error_for(reason)
+            assert type(error) is WorkerCommunicationFailedError, reason
+            assert str(error) == (
+                "CORETSIA_WORKER_COMMUNICATION_FAILED: worker-communication-failed"
+            )
+
+    def test_args_hold_only_the_message(self) -> None:
+        """``args`` is the single safe message."""
+        error = WorkerNotRunningError()
+        assert error.args == ("CORETSIA_WORKER_NOT_RUNNING: worker-not-running",)
+
+    @pytest.mark.parametrize(("cls", "code", "base"), CLASSES[:6], ids=CLASS_IDS[:6])
+    def test_default_reason_is_the_first_of_its_code(
+        self, cls: type[WorkerError], code: ErrorCode, base: type[BaseException]
+    ) -> None:
+        """With no reason a class uses the catch-all token of its code."""
+        error = cls()
+        assert error.reason is next(r for r, c in REASON_CODES.items() if c is code)
+
+    def test_reason_of_another_code_is_refused(self) -> None:
+        """A reason that belongs to another code is a programming error (ValueError)."""
+        with pytest.raises(ValueError) as info:
+            WorkerNotRunningError(Reason.FORK_FAILED)
+        assert not isinstance(info.value, WorkerError)
+
+    def test_reason_may_be_given_as_its_string(self) -> None:
+        """A reason token passed as a plain string is normalised to the enum."""
+        error = WorkerStartFailedError("worker-readiness-timeout")  # type: ignore[arg-type]
+        assert error.reason is Reason.READINESS_TIMEOUT
+
+    @pytest.mark.parametrize(("cls", "code", "base"), CLASSES, ids=CLASS_IDS)
+    def test_exit_code_property(
+        self, cls: type[WorkerError], code: ErrorCode, base: type[BaseException]
+    ) -> None:
+        """Every error knows the exit code of its code."""
+        error = build(next(r for r, c in REASON_CODES.items() if c is code))
+        assert error.exit_code is EXIT_CODES[code]
+
+
+class TestWrappedExceptions:
+    def test_cause_message_never_leaks(self) -> None:
+        """For every reason, a wrapped exception's message is absent from str, repr and args."""
+        leaks = []
+        for reason in Reason:
+            with pytest.raises(WorkerError) as info:
+                raise_wrapping(reason)
+            assert info.value.__cause__ is not None
+            if shows(info.value, SECRET) or shows(info.value, "/home/alice"):
+                leaks.append(reason)
+        assert leaks == []
+
+    def test_context_message_never_leaks(self) -> None:
+        """An exception raised while handling another does not absorb its message."""
+        with pytest.raises(WorkerLifecycleFailedError) as info:
+            raise_while_handling()
+        assert not shows(info.value, SECRET)
+
+
+class TestClasses:
+    @pytest.mark.parametrize(("cls", "code", "base"), CLASSES, ids=CLASS_IDS)
+    def test_subclasses_its_stdlib_type(
+        self, cls: type[WorkerError], code: ErrorCode, base: type[BaseException]
+    ) -> None:
+        """Each concrete class is also the closest stdlib exception type."""
+        assert issubclass(cls, base)
+        assert issubclass(cls, WorkerError)
+
+    @pytest.mark.parametrize(("cls", "code", "base"), CLASSES, ids=CLASS_IDS)
+    def test_class_code(
+        self, cls: type[WorkerError], code: ErrorCode, base: type[BaseException]
+    ) -> None:
+        """Each class owns one code."""
+        assert cls.code is code
+
+    def test_protocol_error_is_abstract(self) -> None:
+        """ProtocolError itself cannot be instantiated."""
+        with pytest.raises(TypeError):
+            ProtocolError(Reason.FRAME_NOT_JSON)
+
+    def test_protocol_subclasses_share_the_base(self) -> None:
+        """Local and remote protocol errors are both ProtocolError."""
+        assert issubclass(LocalProtocolError, ProtocolError)
+        assert issubclass(RemoteProtocolError, ProtocolError)
+        assert not issubclass(LocalProtocolError, RemoteProtocolError)
+
+    def test_protocol_error_path_defaults_to_root(self) -> None:
+        """A protocol error without a field path points at the whole frame."""
+        assert RemoteProtocolError(Reason.FRAME_NOT_JSON).path == "$"
+
+    def test_protocol_error_refuses_a_non_protocol_reason(self) -> None:
+        """A protocol error must carry a protocol-violation token."""
+        with pytest.raises(ValueError):
+            RemoteProtocolError(Reason.NOT_RUNNING)
+
+
+class TestConfigError:
+    def test_carries_key_and_rule(self) -> None:
+        """A config error names the key and the rule it broke."""
+        error = WorkerConfigError("worker.control.port", ConfigRule.OUT_OF_RANGE)
+        assert error.key == "worker.control.port"
+        assert error.rule is ConfigRule.OUT_OF_RANGE
+        assert error.reason is Reason.CONFIG_INVALID
+
+    def test_str_has_neither_key_nor_rule(self) -> None:
+        """str() stays ``CODE: reason``; key and rule are separate fields."""
+        error = WorkerConfigError("worker.count", ConfigRule.WRONG_TYPE)
+        assert str(error) == "CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid"
+
+    @pytest.mark.parametrize(
+        "key",
+        [
+            "worker count",
+            "a" * 200,
+            SECRET + "=" + SECRET,
+            "",
+            "worker.\nkey",
+            "/etc/passwd",
+            "-leading-dash",
+        ],
+    )
+    def test_unsafe_key_is_unprintable(self, key: str) -> None:
+        """A key that is not a short plain name is reported as ``<unprintable>``."""
+        error = WorkerConfigError(key, ConfigRule.UNKNOWN_KEY)
+        assert error.key == "<unprintable>"
+        if key:
+            assert not shows(error, key)
+
+    @pytest.mark.parametrize("key", ["worker", "worker.task_type", "entries[0].name", "a-b_c.9"])
+    def test_plain_key_is_kept(self, key: str) -> None:
+        """Plain dotted keys, with indexes, are kept as they are."""
+        assert WorkerConfigError(key, ConfigRule.UNKNOWN_KEY).key == key
+
+    def test_rule_given_as_string_is_normalised(self) -> None:
+        """A rule passed as its string becomes the ConfigRule member."""
+        error = WorkerConfigError("worker", "unsafe-path")  # type: ignore[arg-type]
+        assert error.rule is ConfigRule.UNSAFE_PATH
+
+
+class TestPickling:
+    def test_round_trip(self) -> None:
+        """Every error pickles back to the same class, reason and message."""
+        for reason in Reason:
+            error = build(reason)
+            clone = pickle.loads(pickle.dumps(error))
+            assert type(clone) is type(error), reason
+            assert clone.reason is error.reason
+            assert str(clone) == str(error)
+            assert clone.args == error.args
+
+    def test_config_error_keeps_key_and_rule(self) -> None:
+        """A pickled config error keeps its key and rule."""
+        clone = pickle.loads(pickle.dumps(WorkerConfigError("worker.x", ConfigRule.NOT_TOML)))
+        assert (clone.key, clone.rule) == ("worker.x", ConfigRule.NOT_TOML)
+
+    def test_protocol_error_keeps_its_path(self) -> None:
+        """A pickled protocol error keeps its field path."""
+        clone = pickle.loads(pickle.dumps(LocalProtocolError(Reason.FRAME_WRONG_TYPE, "$.pid")))
+        assert clone.path == "$.pid"
+        assert type(clone) is LocalProtocolError
+
+    def test_pickle_drops_the_cause(self) -> None:
+        """Pickling carries no wrapped exception text across a process boundary."""
+        with pytest.raises(WorkerStartFailedError) as info:
+            raise WorkerStartFailedError() from RuntimeError(SECRET)
+        assert SECRET.encode() not in pickle.dumps(info.value)
