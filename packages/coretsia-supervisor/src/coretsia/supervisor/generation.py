@@ -1,0 +1,290 @@
+"""The immutable generation: what every worker boots from (seed 000's "artifact-only boot").
+
+``start`` validates the configuration once and then freezes the result here, so that a
+worker never reads ``coretsia.toml``, never discovers anything and never depends on a
+previous worker's state: it reads one verified snapshot and boots from that. Layout,
+relative to the project root::
+
+    var/generations/
+        current                       "<id>\\n", replaced atomically
+        <id>/generation.json          {"fingerprint": ..., "spec": {...}, "version": 1}
+
+``<id>`` is the first 16 hex digits of the fingerprint, ``-``, and a 6-digit counter that
+only grows, so publishing the same spec again still makes a new generation (a recycled
+worker can tell "same content" from "same generation"). The file is deterministic JSON
+(sorted keys, compact, UTF-8) and the fingerprint is the SHA-256 of the deterministic
+encoding of the spec alone.
+
+Writer and readers are split on purpose:
+
+* :func:`publish` runs in the supervisor, once the guardian holds the lifecycle lock, so it
+  is the only writer of a root's generations. It writes into a temporary directory, fsyncs,
+  renames the directory into place (a generation appears whole or not at all), then swaps
+  ``current`` with a temp-file-and-rename, then removes every other generation.
+* :func:`load_current` runs on every worker's boot path. It imports only :mod:`os`,
+  :mod:`json` and :mod:`hashlib` (interpreter start-up dominates pool start and recycle),
+  never writes, never scans for a newest directory and never falls back: anything off is
+  a :class:`GenerationError` whose message is a fixed phrase, never file content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+
+from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
+from coretsia.worker_protocol.paths import is_safe_relative_path
+
+# Not ``from typing import TYPE_CHECKING``: this module is on the worker boot path, and
+# type checkers honour a module-level ``TYPE_CHECKING`` all the same.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+GENERATION_VERSION = 1
+"""The version of ``generation.json``; a worker refuses any other."""
+
+GENERATION_FILE = "generation.json"
+CURRENT_FILE = "current"
+MAX_GENERATION_BYTES = 1 << 20
+"""Largest ``generation.json`` a worker reads: a spec is small; a huge file is an error."""
+
+_MAX_CURRENT_BYTES = 64
+_HEX = frozenset("0123456789abcdef")
+_DIGITS = frozenset("0123456789")
+_PREFIX_LEN = 16
+_COUNTER_LEN = 6
+_ID_LEN = _PREFIX_LEN + 1 + _COUNTER_LEN
+_MAX_COUNTER = 10**_COUNTER_LEN - 1
+_TMP_PREFIX = ".tmp-"
+_CURRENT_TMP = ".current.tmp"
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_BINARY = getattr(os, "O_BINARY", 0)
+
+
+class GenerationError(Exception):
+    """The generation cannot be published or is not a valid, verified one.
+
+    The message is a fixed phrase naming the check that failed; it never carries bytes,
+    paths or values from the file (they may hold configuration a log must not show).
+    """
+
+
+def canonical_json(value: object) -> bytes:
+    """The deterministic encoding: sorted keys, no spaces, UTF-8, no NaN or Infinity."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+def fingerprint(spec: Mapping[str, object]) -> str:
+    """SHA-256 (lowercase hex) of the deterministic encoding of ``spec``."""
+    return hashlib.sha256(canonical_json(spec)).hexdigest()
+
+
+def is_generation_id(name: str) -> bool:
+    """True for ``<16 lowercase hex>-<6 digits>``, the only shape an id takes."""
+    return (
+        len(name) == _ID_LEN
+        and name[_PREFIX_LEN] == "-"
+        and _HEX.issuperset(name[:_PREFIX_LEN])
+        and _DIGITS.issuperset(name[_PREFIX_LEN + 1 :])
+    )
+
+
+# --- writer (supervisor) -------------------------------------------------------------
+
+
+def publish(root: str | os.PathLike[str], spec: Mapping[str, object]) -> str:
+    """Publish ``spec`` as a new generation, make it current, prune the others.
+
+    Call only while holding the lifecycle lock: the lock is what makes this the single
+    writer, so the temporary names and the counter need no further coordination.
+    Returns the artifact root, relative to ``root``, that workers receive in argv.
+    """
+    try:
+        spec_bytes = canonical_json(spec)
+        digest = hashlib.sha256(spec_bytes).hexdigest()
+        document = canonical_json(
+            {"version": GENERATION_VERSION, "fingerprint": digest, "spec": spec}
+        )
+    except (TypeError, ValueError, RecursionError):
+        raise GenerationError("generation spec is not plain JSON") from None
+    if len(document) > MAX_GENERATION_BYTES:
+        raise GenerationError("generation spec is too large")
+
+    base = os.path.join(os.fspath(root), GENERATIONS_DIR)
+    try:
+        os.makedirs(base, mode=0o700, exist_ok=True)
+        gen_id = f"{digest[:_PREFIX_LEN]}-{_next_counter(base):0{_COUNTER_LEN}d}"
+        tmp_dir = os.path.join(base, _TMP_PREFIX + gen_id)
+        _remove(tmp_dir)  # a leftover of a publish that crashed with this very id
+        os.mkdir(tmp_dir, 0o700)
+        _write_durably(tmp_dir, GENERATION_FILE, document)
+        os.rename(tmp_dir, os.path.join(base, gen_id))
+        _fsync_dir(base)
+        _write_durably(base, CURRENT_FILE, (gen_id + "\n").encode("ascii"), _CURRENT_TMP)
+        _prune(base, keep=gen_id)
+    except OSError:
+        raise GenerationError("generation could not be written") from None
+    return GENERATIONS_DIR
+
+
+def _next_counter(base: str) -> int:
+    """One more than any counter in use, so ids only grow even across crashes."""
+    highest = 0
+    with os.scandir(base) as entries:
+        for entry in entries:
+            name = entry.name
+            if name.startswith(_TMP_PREFIX):
+                name = name[len(_TMP_PREFIX) :]
+            if is_generation_id(name):
+                highest = max(highest, int(name[_PREFIX_LEN + 1 :]))
+    current = _read_current_id(base)
+    if current is not None:
+        highest = max(highest, int(current[_PREFIX_LEN + 1 :]))
+    if highest >= _MAX_COUNTER:
+        raise GenerationError("generation counter exhausted")
+    return highest + 1
+
+
+def _read_current_id(base: str) -> str | None:
+    """The id ``current`` names, or None when it is absent or malformed (writer side)."""
+    try:
+        return _load_current_id(base)
+    except GenerationError:
+        return None
+
+
+def _write_durably(directory: str, name: str, data: bytes, tmp_name: str | None = None) -> None:
+    """Write ``directory/name`` through a temp file, fsync and rename, then fsync the dir."""
+    tmp = os.path.join(directory, tmp_name or name + ".tmp")
+    _remove(tmp)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, os.path.join(directory, name))
+    _fsync_dir(directory)
+
+
+def _fsync_dir(directory: str) -> None:
+    """Make a rename durable; POSIX only (Windows cannot open a directory)."""
+    if os.name != "posix":
+        return
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _prune(base: str, keep: str) -> None:
+    """Remove every entry but ``current`` and the ``keep`` generation, never following links."""
+    with os.scandir(base) as entries:
+        doomed = [e.path for e in entries if e.name not in (CURRENT_FILE, keep)]
+    for path in doomed:
+        _remove(path)
+
+
+def _remove(path: str) -> None:
+    """Remove a file, link or directory tree if it exists (links are not followed)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if stat.S_ISDIR(mode):
+        import shutil  # only the writer needs it: keep it off the worker boot path
+
+        shutil.rmtree(path)
+    else:
+        os.unlink(path)
+
+
+# --- reader (worker boot path) -------------------------------------------------------
+
+
+def load_current(root: str | os.PathLike[str], artifact_root: str) -> dict[str, object]:
+    """Return the spec of the generation ``current`` names, verified, or raise.
+
+    ``artifact_root`` is the relative path the worker received in argv. This never writes,
+    never looks at any generation but the one ``current`` names, and never falls back.
+    """
+    if not is_safe_relative_path(artifact_root):
+        raise GenerationError("artifact root is not a safe relative path")
+    base = os.path.join(os.fspath(root), artifact_root)
+    gen_id = _load_current_id(base)
+    gen_dir = os.path.join(base, gen_id)
+    try:
+        is_dir = stat.S_ISDIR(os.lstat(gen_dir).st_mode)
+    except OSError:
+        is_dir = False
+    if not is_dir:
+        raise GenerationError("current generation is missing")
+    raw = _read_bounded(os.path.join(gen_dir, GENERATION_FILE), MAX_GENERATION_BYTES)
+    try:
+        document = json.loads(raw.decode("utf-8"))
+        canonical = canonical_json(document) == raw
+    except (ValueError, TypeError, RecursionError):
+        raise GenerationError("generation file is not valid JSON") from None
+    if not canonical:
+        raise GenerationError("generation file is not in canonical form")
+    if not isinstance(document, dict) or set(document) != {"version", "fingerprint", "spec"}:
+        raise GenerationError("generation file has the wrong keys")
+    version = document["version"]
+    if type(version) is not int or version != GENERATION_VERSION:
+        raise GenerationError("generation version is not supported")
+    spec = document["spec"]
+    recorded = document["fingerprint"]
+    if not isinstance(spec, dict) or not isinstance(recorded, str):
+        raise GenerationError("generation file has the wrong types")
+    if fingerprint(spec) != recorded or not gen_id.startswith(recorded[:_PREFIX_LEN]):
+        raise GenerationError("generation fingerprint does not match")
+    return spec
+
+
+def _load_current_id(base: str) -> str:
+    """Read and validate the id in ``base/current``."""
+    raw = _read_bounded(os.path.join(base, CURRENT_FILE), _MAX_CURRENT_BYTES)
+    if not raw.endswith(b"\n"):
+        raise GenerationError("current pointer is malformed")
+    try:
+        gen_id = raw[:-1].decode("ascii")
+    except UnicodeDecodeError:
+        raise GenerationError("current pointer is malformed") from None
+    if not is_generation_id(gen_id):
+        raise GenerationError("current pointer is malformed")
+    return gen_id
+
+
+def _read_bounded(path: str, limit: int) -> bytes:
+    """Read a regular file (not through a symlink) of at most ``limit`` bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_BINARY)
+    except OSError:
+        raise GenerationError("generation file is missing or unreadable") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise GenerationError("generation file is not a regular file")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError:
+        raise GenerationError("generation file is missing or unreadable") from None
+    finally:
+        os.close(fd)
+    if size > limit:
+        raise GenerationError("generation file is too large")
+    return b"".join(chunks)

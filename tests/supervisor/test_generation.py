@@ -1,0 +1,278 @@
+"""The immutable generation: published whole, selected by ``current``, verified on load.
+
+Real files in a temporary root; every way a worker could boot from the wrong bytes
+(tampering, a bad pointer, a missing generation, links, oversized files) must be a
+:class:`GenerationError` that echoes nothing from the file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from coretsia.supervisor.generation import (
+    GENERATION_FILE,
+    MAX_GENERATION_BYTES,
+    GenerationError,
+    canonical_json,
+    is_generation_id,
+    load_current,
+    publish,
+)
+from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
+
+SPEC: dict[str, object] = {
+    "workers": 2,
+    "max_requests": 1000,
+    "task_type": "queue",
+    "task_source": "app.jobs:make_source",
+    "app_path": ["."],
+    "debug": False,
+    "secret_like": "s3cr3t-value",
+}
+
+
+def _base(root: Path) -> Path:
+    return root / GENERATIONS_DIR
+
+
+def _current_id(root: Path) -> str:
+    return (_base(root) / "current").read_text("ascii").strip()
+
+
+def _generation_file(root: Path) -> Path:
+    return _base(root) / _current_id(root) / GENERATION_FILE
+
+
+def _rewrite(root: Path, document: object) -> None:
+    """Replace the current generation's file with ``document``, canonically encoded."""
+    path = _generation_file(root)
+    path.chmod(0o600)
+    path.write_bytes(canonical_json(document))
+
+
+def _document(root: Path) -> dict[str, object]:
+    loaded = json.loads(_generation_file(root).read_bytes())
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def test_publish_then_load_round_trips(tmp_path: Path) -> None:
+    artifact_root = publish(tmp_path, SPEC)
+    assert artifact_root == GENERATIONS_DIR
+    assert load_current(tmp_path, artifact_root) == SPEC
+
+
+def test_file_is_deterministic_json_with_spec_fingerprint(tmp_path: Path) -> None:
+    publish(tmp_path, SPEC)
+    raw = _generation_file(tmp_path).read_bytes()
+    spec_bytes = json.dumps(SPEC, sort_keys=True, separators=(",", ":")).encode()
+    digest = hashlib.sha256(spec_bytes).hexdigest()
+    expected = {"fingerprint": digest, "spec": SPEC, "version": 1}
+    assert raw == json.dumps(expected, sort_keys=True, separators=(",", ":")).encode()
+    gen_id = _current_id(tmp_path)
+    assert is_generation_id(gen_id)
+    assert gen_id == f"{digest[:16]}-000001"
+    assert (_base(tmp_path) / "current").read_bytes() == (gen_id + "\n").encode()
+
+
+def test_republishing_makes_a_new_generation_and_prunes_the_old(tmp_path: Path) -> None:
+    publish(tmp_path, SPEC)
+    first = _current_id(tmp_path)
+    publish(tmp_path, SPEC)
+    second = _current_id(tmp_path)
+    assert second != first
+    assert second[:16] == first[:16]  # same content, same fingerprint prefix
+    assert int(second[17:]) == int(first[17:]) + 1
+    assert sorted(p.name for p in _base(tmp_path).iterdir()) == sorted([second, "current"])
+
+
+def test_current_switches_to_the_latest_spec(tmp_path: Path) -> None:
+    publish(tmp_path, SPEC)
+    changed = {**SPEC, "workers": 3}
+    publish(tmp_path, changed)
+    assert load_current(tmp_path, GENERATIONS_DIR) == changed
+
+
+def test_prune_removes_leftovers_but_never_follows_links(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    root = tmp_path / "root"
+    publish(root, SPEC)
+    base = _base(root)
+    (base / ".tmp-0123456789abcdef-000009").mkdir()  # a publish that crashed
+    (base / "stray-file").write_text("x")
+    (base / "link").symlink_to(outside, target_is_directory=True)
+    publish(root, SPEC)
+    assert sorted(p.name for p in base.iterdir()) == sorted([_current_id(root), "current"])
+    assert (outside / "keep.txt").read_text() == "keep"
+    # The crashed temp directory's counter was still counted: ids only grow.
+    assert _current_id(root).endswith("-000010")
+
+
+def test_counter_survives_a_missing_current(tmp_path: Path) -> None:
+    publish(tmp_path, SPEC)
+    publish(tmp_path, SPEC)
+    (_base(tmp_path) / "current").unlink()
+    publish(tmp_path, SPEC)
+    assert _current_id(tmp_path).endswith("-000003")
+
+
+def test_files_and_directories_are_private(tmp_path: Path) -> None:
+    publish(tmp_path, SPEC)
+    for path in (_base(tmp_path), _generation_file(tmp_path).parent):
+        assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0
+    for path in (_generation_file(tmp_path), _base(tmp_path) / "current"):
+        assert stat.S_IMODE(path.stat().st_mode) & 0o177 == 0
+
+
+@pytest.mark.parametrize("spec", [{"x": {1, 2}}, {"x": float("nan")}, {"x": object()}])
+def test_spec_that_is_not_plain_json_is_refused_and_nothing_changes(
+    tmp_path: Path, spec: dict[str, object]
+) -> None:
+    publish(tmp_path, SPEC)
+    before = _current_id(tmp_path)
+    with pytest.raises(GenerationError):
+        publish(tmp_path, spec)
+    assert _current_id(tmp_path) == before
+    assert load_current(tmp_path, GENERATIONS_DIR) == SPEC
+
+
+def test_tampered_spec_fails_the_fingerprint(tmp_path: Path) -> None:
+    publish(tmp_path, SPEC)
+    document = _document(tmp_path)
+    document["spec"] = {**SPEC, "workers": 99}
+    _rewrite(tmp_path, document)
+    with pytest.raises(GenerationError) as caught:
+        load_current(tmp_path, GENERATIONS_DIR)
+    assert "s3cr3t" not in str(caught.value)
+    assert "99" not in str(caught.value)
+
+
+def test_fingerprint_rewritten_to_match_still_fails_the_id(tmp_path: Path) -> None:
+    """The id's prefix commits to the fingerprint, so a consistent rewrite is caught too."""
+    publish(tmp_path, SPEC)
+    spec = {**SPEC, "workers": 99}
+    digest = hashlib.sha256(canonical_json(spec)).hexdigest()
+    _rewrite(tmp_path, {"version": 1, "fingerprint": digest, "spec": spec})
+    with pytest.raises(GenerationError):
+        load_current(tmp_path, GENERATIONS_DIR)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"version": 2},
+        {"version": True},
+        {"version": "1"},
+        {"fingerprint": "0" * 64},
+        {"fingerprint": 5},
+        {"spec": []},
+        {"extra": 1},
+    ],
+)
+def test_wrong_envelope_is_refused(tmp_path: Path, change: dict[str, object]) -> None:
+    publish(tmp_path, SPEC)
+    _rewrite(tmp_path, {**_document(tmp_path), **change})
+    with pytest.raises(GenerationError):
+        load_current(tmp_path, GENERATIONS_DIR)
+
+
+def test_non_canonical_or_broken_bytes_are_refused(tmp_path: Path) -> None:
+    publish(tmp_path, SPEC)
+    path = _generation_file(tmp_path)
+    path.chmod(0o600)
+    document = _document(tmp_path)
+    for raw in (
+        json.dumps(document, sort_keys=True, indent=2).encode(),  # same values, not canonical
+        b'{"version":1,"version":1}',
+        b"\xff\xfe",
+        b"",
+        b"[1, 2",
+    ):
+        path.write_bytes(raw)
+        with pytest.raises(GenerationError):
+            load_current(tmp_path, GENERATIONS_DIR)
+
+
+def test_oversized_file_is_refused(tmp_path: Path) -> None:
+    publish(tmp_path, SPEC)
+    path = _generation_file(tmp_path)
+    path.chmod(0o600)
+    path.write_bytes(b" " * (MAX_GENERATION_BYTES + 1))
+    with pytest.raises(GenerationError):
+        load_current(tmp_path, GENERATIONS_DIR)
+
+
+def test_missing_current_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(GenerationError):
+        load_current(tmp_path, GENERATIONS_DIR)
+    publish(tmp_path, SPEC)
+    (_base(tmp_path) / "current").unlink()
+    with pytest.raises(GenerationError):  # never scans for the newest directory instead
+        load_current(tmp_path, GENERATIONS_DIR)
+
+
+def test_current_naming_a_missing_generation_is_refused(tmp_path: Path) -> None:
+    publish(tmp_path, SPEC)
+    (_base(tmp_path) / "current").write_text("0123456789abcdef-000042\n")
+    with pytest.raises(GenerationError):  # never falls back to the generation that exists
+        load_current(tmp_path, GENERATIONS_DIR)
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"\n",
+        b"0123456789abcdef-000001",  # no newline
+        b"0123456789abcdef-000001\n\n",
+        b"0123456789ABCDEF-000001\n",
+        b"0123456789abcdef-00001\n",
+        b"0123456789abcdef_000001\n",
+        b"0123456789abcdef-00000a\n",
+        b" 0123456789abcdef-000001\n",
+        b"../../../../etc/passwd\n",
+        b"\xff" * 23 + b"\n",
+        b"0" * 100 + b"\n",
+    ],
+)
+def test_bad_current_id_is_refused(tmp_path: Path, content: bytes) -> None:
+    publish(tmp_path, SPEC)
+    (_base(tmp_path) / "current").write_bytes(content)
+    with pytest.raises(GenerationError):
+        load_current(tmp_path, GENERATIONS_DIR)
+
+
+def test_linked_generation_file_or_directory_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    publish(root, SPEC)
+    gen_dir = _generation_file(root).parent
+    elsewhere = tmp_path / "elsewhere"
+    gen_dir.rename(elsewhere)
+    gen_dir.symlink_to(elsewhere, target_is_directory=True)
+    with pytest.raises(GenerationError):
+        load_current(root, GENERATIONS_DIR)
+    gen_dir.unlink()
+    gen_dir.mkdir()
+    (gen_dir / GENERATION_FILE).symlink_to(elsewhere / GENERATION_FILE)
+    with pytest.raises(GenerationError):
+        load_current(root, GENERATIONS_DIR)
+
+
+@pytest.mark.parametrize("artifact_root", ["", "/abs", "../x", "var/../generations", "a b"])
+def test_unsafe_artifact_root_is_refused(tmp_path: Path, artifact_root: str) -> None:
+    publish(tmp_path, SPEC)
+    with pytest.raises(GenerationError):
+        load_current(tmp_path, artifact_root)
+
+
+def test_load_accepts_a_string_root(tmp_path: Path) -> None:
+    publish(os.fspath(tmp_path), SPEC)
+    assert load_current(os.fspath(tmp_path), GENERATIONS_DIR) == SPEC
