@@ -1,0 +1,493 @@
+"""``coretsia-worker``: the launcher every worker process runs. Internal.
+
+The guardian (or the proc host) starts one launcher per slot, with the project root as
+its working directory. The launcher boots from the current immutable generation and
+nothing else (seed 000's "artifact-only boot"), resolves the task source, reports
+readiness, and runs the sequential worker loop until a cooperative stop, ``max_requests``
+or a terminal failure. Every spawn is a fresh interpreter, recycled ones included.
+
+Interpreter start-up dominates pool start and recycle, so this module imports only
+:mod:`os` and :mod:`sys` at load time; everything else (``ctypes``, ``socket``,
+``select``, the protocol frames, :mod:`coretsia.supervisor.generation`) is imported
+inside the functions that need it, after the parent-death watch is armed. It never
+imports trio, attrs, cattrs or psutil (a test checks this with ``-X importtime``).
+
+The contract with the spawner:
+
+argv, each exactly once, in any order::
+
+    --coretsia-worker-artifact-root=<root-relative path>   (normally var/generations)
+    --coretsia-worker-slot=<n>                             (0 <= n < workers)
+    --coretsia-worker-channel-fd=<fd>                      (connected AF_UNIX stream socket)
+    --coretsia-worker-stop-fd=<fd>                         (read end of the stop pipe)
+
+Anything else is refused: an unknown or repeated argument, a non-canonical integer, a
+descriptor below 3 or the same descriptor twice, the per-file arguments the seed forbids
+(``--coretsia-worker-module-manifest``, ``--coretsia-worker-config``,
+``--coretsia-worker-container``, with or without a value), an artifact root that is not
+a safe relative path or does not resolve (symlinks included) strictly inside the working
+directory.
+
+environment: ``CORETSIA_WORKER_PARENT_PID=<pid of the spawning process>``. On Linux the
+launcher first arms ``PR_SET_PDEATHSIG`` (SIGKILL), then checks that its parent is still
+that pid (the parent may have died before the watch was armed), then removes the variable
+so that application code never sees it. Elsewhere it only checks and removes.
+
+descriptors: the launcher writes worker-channel frames (newline-delimited JSON, see
+:mod:`coretsia.worker_protocol.worker_channel`) on the channel socket: ``ready`` (token
+``null``: the inherited descriptor proves who speaks) once ``assert_ready`` passed;
+``failed`` with a reason token before every exit with status 1 (except the parent-death
+case, when nobody is listening); ``retiring`` before a ``max_requests`` exit. The stop
+descriptor becomes readable (EOF) when a cooperative stop is requested; the launcher and
+the task source wait on it with ``poll``/``select``, never by sleeping in a loop. Both
+descriptors are made non-inheritable, so processes the application spawns do not get them.
+
+Exit statuses:
+
+====  ==============================================================================
+0     clean: a cooperative stop, or ``retiring`` after ``max_requests``
+1     failure: a ``failed`` frame with the reason was sent first (boot failures use the
+      ``CORETSIA_WORKER_START_FAILED`` tokens, failures after ``ready`` the
+      ``CORETSIA_WORKER_LIFECYCLE_FAILED`` ones); also the parent died before the
+      watch was armed (no frame)
+2     contract violation: bad argv, descriptors or environment, artifact root outside
+      the root, slot not below ``workers``; no frame
+====  ==============================================================================
+
+A task raising ``Exception`` is settled with ``fail``; anything else escaping application
+code (``SystemExit``, ``KeyboardInterrupt``) ends the worker with status 1 and
+``worker-child-start-failed`` before readiness or ``worker-lifecycle-failed`` after it.
+A signal ends it with the signal's status, as for any process. Exits are ordinary
+interpreter exits (atexit handlers run), so a non-daemon thread the application left
+running delays one; the guardian's SIGTERM and SIGKILL phases still bound it.
+
+The launcher itself writes nothing to stdout or stderr (seed 000: the supervisor maps the
+exit; raw messages may carry configuration or payloads). With ``debug = true`` in the
+spec it writes the traceback behind a failure to stderr: unsafe, for development only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# Not ``from typing import TYPE_CHECKING``: importing typing costs milliseconds on every
+# worker boot, and type checkers honour a module-level ``TYPE_CHECKING`` all the same.
+TYPE_CHECKING = False
+
+if TYPE_CHECKING:
+    import socket
+
+    from coretsia.worker_protocol.catalogue import Reason
+    from coretsia.worker_protocol.task_source import Task, TaskSource
+    from coretsia.worker_protocol.worker_channel import WorkerFrame
+
+PARENT_PID_ENV = "CORETSIA_WORKER_PARENT_PID"
+ARG_PREFIX = "--coretsia-worker-"
+ARGS = ("artifact-root", "slot", "channel-fd", "stop-fd")
+FORBIDDEN_ARGS = ("module-manifest", "config", "container")
+"""Seed 000: a child boots from the whole generation, never from individual files."""
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_CONTRACT = 2
+
+_PR_SET_PDEATHSIG = 1
+_SIGKILL = 9
+_MAX_INT_CHARS = 10
+_MAX_POLL_MS = 2**31 - 1
+
+
+class _Exit(Exception):
+    """Leave the launcher with ``code``, sending ``failed(reason)`` first when given.
+
+    Raised ``from`` the application's exception when there is one, so that debug mode
+    can print it.
+    """
+
+    def __init__(self, code: int, reason: Reason | None = None) -> None:
+        super().__init__(code)
+        self.code = code
+        self.reason = reason
+
+
+def main() -> None:
+    """Run one worker; exits with 0, 1 or 2 (see the module docstring)."""
+    armed = _arm_parent_death()  # first: the parent may die at any moment from now on
+    _check_parent()
+    raise SystemExit(_run(sys.argv[1:], armed=armed))
+
+
+# --- parent watch ---------------------------------------------------------------------
+
+
+def _arm_parent_death() -> bool:
+    """Ask Linux to SIGKILL this process when its parent dies; False if that failed.
+
+    ``prctl`` through ctypes (about 2 ms to import) rather than a watcher thread: a thread
+    in every worker would make application code that forks warn on 3.12+ and risk
+    deadlock. The signal fires when the *thread* that forked us exits, so the spawner
+    must fork from a thread that lives as long as its children (architecture.md, "Traps").
+    Other systems have no such call: True, the parent check below still runs.
+    """
+    if not sys.platform.startswith("linux"):
+        return True
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        arg = ctypes.c_ulong
+        result: int = libc.prctl(
+            ctypes.c_int(_PR_SET_PDEATHSIG), arg(_SIGKILL), arg(0), arg(0), arg(0)
+        )
+    except (OSError, AttributeError):
+        return False
+    return result == 0
+
+
+def _check_parent() -> None:
+    """Exit 1 if the spawner already died (before the watch was armed), 2 if unnamed.
+
+    The variable is removed at once: it is the launcher's, not the application's.
+    """
+    value = os.environ.pop(PARENT_PID_ENV, None)
+    if value is None or not _is_decimal(value):
+        raise SystemExit(EXIT_CONTRACT)
+    if os.getppid() != int(value):
+        raise SystemExit(EXIT_FAILURE)
+
+
+# --- contract checks ------------------------------------------------------------------
+
+
+def _is_decimal(value: str) -> bool:
+    """A canonical non-negative decimal: ASCII digits, no sign, no leading zero."""
+    return (
+        0 < len(value) <= _MAX_INT_CHARS
+        and value.isascii()
+        and value.isdigit()
+        and (value == "0" or value[0] != "0")
+    )
+
+
+def _parse(argv: list[str]) -> tuple[str, int, int, int]:
+    """Return (artifact root, slot, channel fd, stop fd) or raise ``_Exit(2)``."""
+    values: dict[str, str] = {}
+    for arg in argv:
+        name, sep, value = arg.partition("=")
+        key = name[len(ARG_PREFIX) :] if name.startswith(ARG_PREFIX) else ""
+        if key in FORBIDDEN_ARGS or key not in ARGS or not sep or key in values:
+            raise _Exit(EXIT_CONTRACT)
+        values[key] = value
+    if len(values) != len(ARGS):
+        raise _Exit(EXIT_CONTRACT)
+    numbers = [values["slot"], values["channel-fd"], values["stop-fd"]]
+    if not all(_is_decimal(number) for number in numbers):
+        raise _Exit(EXIT_CONTRACT)
+    slot, channel_fd, stop_fd = (int(number) for number in numbers)
+    if channel_fd < 3 or stop_fd < 3 or channel_fd == stop_fd:
+        raise _Exit(EXIT_CONTRACT)
+    return values["artifact-root"], slot, channel_fd, stop_fd
+
+
+def _project_root(artifact_root: str) -> str:
+    """The working directory (resolved), once the artifact root is proven to lie inside it."""
+    from coretsia.worker_protocol.paths import is_safe_relative_path
+
+    if not is_safe_relative_path(artifact_root):
+        raise _Exit(EXIT_CONTRACT)
+    root = os.path.realpath(os.getcwd())
+    target = os.path.realpath(os.path.join(root, artifact_root))
+    inside = os.path.normcase(root).rstrip(os.sep) + os.sep
+    if not os.path.normcase(target).startswith(inside):
+        raise _Exit(EXIT_CONTRACT)
+    return root
+
+
+def _open_channel(fd: int) -> socket.socket:
+    """Adopt the inherited channel; anything but a stream UNIX socket is ``_Exit(2)``."""
+    import socket
+
+    try:
+        channel = socket.socket(fileno=fd)
+    except OSError:
+        raise _Exit(EXIT_CONTRACT) from None
+    family = getattr(socket, "AF_UNIX", None)
+    if channel.family != family or channel.type != socket.SOCK_STREAM:
+        channel.close()
+        raise _Exit(EXIT_CONTRACT)
+    channel.settimeout(None)  # blocking: frames are tiny and the peer reads them
+    channel.set_inheritable(inheritable=False)
+    return channel
+
+
+def _adopt_stop_fd(fd: int) -> None:
+    """Check the stop descriptor is open and keep it from the application's children."""
+    try:
+        os.fstat(fd)
+        os.set_inheritable(fd, False)  # noqa: FBT003 - positional-only
+    except OSError:
+        raise _Exit(EXIT_CONTRACT) from None
+
+
+# --- the worker -----------------------------------------------------------------------
+
+
+class _Reporter:
+    """Sends frames on the channel, never failing: a closed channel means nobody listens."""
+
+    def __init__(self, channel: socket.socket) -> None:
+        import socket
+
+        self.channel = channel
+        self.flags: int = getattr(socket, "MSG_NOSIGNAL", 0)
+        self.ready = False
+        self.debug = False
+
+    def send(self, frame: WorkerFrame) -> None:
+        from coretsia.worker_protocol.worker_channel import encode_worker_frame
+
+        try:
+            self.channel.sendall(encode_worker_frame(frame), self.flags)
+        except OSError:
+            pass  # the supervisor is gone; the exit status still tells the guardian
+
+    def fail(self, reason: Reason, error: BaseException | None) -> None:
+        from coretsia.worker_protocol.worker_channel import Failed
+
+        if self.debug and error is not None:
+            import traceback
+
+            traceback.print_exception(error)  # debug only: may show payloads and config
+            sys.stderr.flush()
+        self.send(Failed(reason))
+
+
+class _Context:
+    """The :class:`~coretsia.worker_protocol.task_source.TaskSourceContext` a source gets.
+
+    ``stopping`` and ``wait_for_stop`` look at the stop descriptor's readiness without
+    reading it, so it stays readable for every later check (and for the source's own
+    ``poll``); once seen, stopping is remembered.
+    """
+
+    __slots__ = ("_poller", "_slot", "_stop_fd", "_stopping", "_task_type")
+
+    def __init__(self, task_type: str, slot: int, stop_fd: int) -> None:
+        import select
+
+        self._task_type = task_type
+        self._slot = slot
+        self._stop_fd = stop_fd
+        self._stopping = False
+        self._poller: select.poll | None = None
+        if hasattr(select, "poll"):  # no FD_SETSIZE limit; Windows has only select()
+            self._poller = select.poll()
+            self._poller.register(stop_fd, select.POLLIN)
+
+    @property
+    def task_type(self) -> str:
+        return self._task_type
+
+    @property
+    def slot(self) -> int:
+        return self._slot
+
+    @property
+    def stopping(self) -> bool:
+        return self.wait_for_stop(0)
+
+    def stop_fileno(self) -> int:
+        return self._stop_fd
+
+    def wait_for_stop(self, timeout: float | None) -> bool:
+        if self._stopping:
+            return True
+        if timeout is not None:
+            timeout = max(timeout, 0.0)
+        if self._poller is not None:
+            ms = None  # block; also for a timeout poll() cannot express (about 24 days)
+            if timeout is not None and timeout * 1000 <= _MAX_POLL_MS:
+                ms = -int(-timeout * 1000 // 1)  # round up: never wake before the timeout
+            self._stopping = bool(self._poller.poll(ms))
+        else:
+            import select
+
+            self._stopping = bool(select.select([self._stop_fd], [], [], timeout)[0])
+        return self._stopping
+
+
+def _run(argv: list[str], *, armed: bool) -> int:
+    """Check the contract, then boot and serve; return the exit status."""
+    try:
+        artifact_root, slot, channel_fd, stop_fd = _parse(argv)
+        root = _project_root(artifact_root)
+        channel = _open_channel(channel_fd)
+    except _Exit as refused:
+        return refused.code
+    reporter = _Reporter(channel)
+    try:
+        _adopt_stop_fd(stop_fd)
+        return _serve(reporter, root, artifact_root, slot, stop_fd, armed=armed)
+    except _Exit as leaving:
+        if leaving.reason is not None:
+            reporter.fail(leaving.reason, leaving.__cause__)
+        return leaving.code
+    except BaseException as error:  # noqa: BLE001 - whatever escapes, the worker reports why
+        from coretsia.worker_protocol.catalogue import Reason
+
+        reason = Reason.LIFECYCLE_FAILED if reporter.ready else Reason.CHILD_START_FAILED
+        reporter.fail(reason, error)
+        return EXIT_FAILURE
+    finally:
+        channel.close()
+
+
+def _serve(
+    reporter: _Reporter, root: str, artifact_root: str, slot: int, stop_fd: int, *, armed: bool
+) -> int:
+    """Boot from the generation, resolve the source, report ready, run the loop."""
+    from coretsia.supervisor.generation import GenerationError, load_current
+    from coretsia.worker_protocol.catalogue import Reason
+    from coretsia.worker_protocol.worker_channel import Ready
+
+    if not armed:  # no parent-death watch: this worker could outlive its generation
+        raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
+    try:
+        spec = load_current(root, artifact_root)
+    except GenerationError as error:
+        raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED) from error
+    reporter.debug = spec.get("debug") is True
+    workers = _positive_int(spec, "workers")
+    max_requests = _positive_int(spec, "max_requests")
+    task_type = spec.get("task_type")
+    if task_type not in ("queue", "http"):
+        raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
+    if slot >= workers:
+        raise _Exit(EXIT_CONTRACT)
+    _extend_path(root, spec.get("app_path"))
+    context = _Context(str(task_type), slot, stop_fd)
+    source = _resolve_source(spec.get("task_source"), context)
+    reporter.send(Ready())
+    reporter.ready = True
+    return _work(reporter, source, context, max_requests)
+
+
+def _positive_int(spec: dict[str, object], key: str) -> int:
+    value = spec.get(key)
+    if type(value) is not int or value < 1:
+        from coretsia.worker_protocol.catalogue import Reason
+
+        raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
+    return value
+
+
+def _extend_path(root: str, app_path: object) -> None:
+    """Put the application's directories first on ``sys.path``, in their order."""
+    from coretsia.worker_protocol.paths import is_safe_relative_path
+
+    if not isinstance(app_path, list) or not all(
+        isinstance(entry, str) and (entry == "." or is_safe_relative_path(entry))
+        for entry in app_path
+    ):
+        from coretsia.worker_protocol.catalogue import Reason
+
+        raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
+    sys.path[0:0] = [root if entry == "." else os.path.join(root, entry) for entry in app_path]
+
+
+def _resolve_source(target: object, context: _Context) -> TaskSource:
+    """Import the frozen ``module:attr``, build the source, check it is ready to serve."""
+    from coretsia.worker_protocol.catalogue import Reason
+
+    module_name, _, attr_path = target.partition(":") if isinstance(target, str) else ("", "", "")
+    if not module_name or not attr_path:
+        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_UNRESOLVABLE)
+    try:
+        import importlib
+
+        factory: object = importlib.import_module(module_name)
+        for part in attr_path.split("."):
+            factory = getattr(factory, part)
+    except Exception as error:
+        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_UNRESOLVABLE) from error
+    if not callable(factory):
+        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_UNRESOLVABLE)
+    try:
+        source = factory(context)
+    except Exception as error:
+        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_UNRESOLVABLE) from error
+    try:
+        valid = callable(getattr(source, "assert_ready", None)) and callable(
+            getattr(source, "receive", None)
+        )
+    except Exception as error:
+        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_INVALID) from error
+    if not valid:
+        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_INVALID)
+    try:
+        source.assert_ready()
+    except Exception as error:
+        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_NOT_READY) from error
+    return source  # type: ignore[no-any-return]
+
+
+def _work(reporter: _Reporter, source: TaskSource, context: _Context, max_requests: int) -> int:
+    """The sequential worker loop: receive, one unit of work, until stop or retirement."""
+    from coretsia.worker_protocol.catalogue import Reason
+    from coretsia.worker_protocol.worker_channel import Retiring
+
+    attempts = 0
+    while not context.stopping:
+        try:
+            task = source.receive()
+        except Exception as error:
+            raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_RECEIVE_FAILED) from error
+        if task is None:
+            if context.wait_for_stop(0):
+                break
+            raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_TERMINATED)
+        attempts += 1  # seed 000: max_requests counts acquired attempts, failed ones too
+        _run_unit(task)
+        if attempts >= max_requests:
+            reporter.send(Retiring())
+            break
+    return EXIT_OK
+
+
+def _run_unit(task: Task) -> None:
+    """One unit of work: run the task, then settle it exactly once.
+
+    The place where the UnitOfWork lifecycle will wrap the task (seed 000: begin, before
+    hooks, task, after hooks, reset). Settlement follows the SPI: ``complete(result)`` on
+    success, ``fail(error)`` with the original exception on failure, and a failing
+    ``complete`` is a settlement failure that never falls through to ``fail``.
+    """
+    run = task.run  # a task without run() is not a task: an unexpected failure
+    try:
+        result = run()
+    except Exception as error:  # noqa: BLE001 - any task failure is settled with fail()
+        try:
+            task.fail(error)
+        except Exception as failure:
+            raise _settlement_failed() from failure
+        return
+    try:
+        task.complete(result)
+    except Exception as failure:
+        raise _settlement_failed() from failure
+
+
+def _settlement_failed() -> _Exit:
+    from coretsia.worker_protocol.catalogue import Reason
+
+    return _Exit(EXIT_FAILURE, Reason.TASK_SETTLEMENT_FAILED)
+
+
+if __name__ == "__main__":
+    # ``python -m`` (or running this file) put the working directory (or this file's
+    # directory) first on sys.path. The application's import path is app_path, whatever
+    # way the spawner started us, so drop that entry unless -P/-I kept it from being added.
+    if not (getattr(sys.flags, "safe_path", False) or sys.flags.isolated) and sys.path:
+        del sys.path[0]
+    main()
