@@ -1,0 +1,97 @@
+"""The supervisor's side of the guardian handshake, against a scripted peer."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any, cast
+
+import pytest
+import trio
+
+from coretsia.guardian.channel import FramedChannel
+from coretsia.supervisor.guardian_link import GuardianLink, guardian_env
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.exceptions import (
+    WorkerAlreadyRunningError,
+    WorkerLifecycleFailedError,
+    WorkerStartFailedError,
+)
+from coretsia.worker_protocol.internal.guardian import (
+    GuardianFrame,
+    Hello,
+    Locked,
+    Refused,
+    Welcome,
+    decode_guardian_frame,
+    encode_guardian_frame,
+)
+from coretsia.worker_protocol.vocabulary import Driver
+
+HELLO = Hello(
+    peer_version="0.1.0",
+    driver=Driver.FORK,
+    stop_timeout_ms=1000,
+    force_kill_timeout_ms=500,
+    umask=0o022,
+)
+
+
+async def _handshake_against(*answers: GuardianFrame) -> None:
+    """Run the supervisor's handshake against a peer whose answers are already queued."""
+    a, b = socket.socketpair()
+    ours = FramedChannel(trio.socket.from_stdlib_socket(a))
+    theirs = FramedChannel(trio.socket.from_stdlib_socket(b))
+    link = GuardianLink(cast(Any, None), ours)
+    try:
+        for frame in answers:
+            await theirs.send(encode_guardian_frame(frame))
+        with trio.fail_after(10):
+            try:
+                await link._handshake(HELLO)
+            finally:
+                line = await theirs.receive()
+                assert line is not None
+                assert isinstance(decode_guardian_frame(line), Hello)
+    finally:
+        ours.close()
+        theirs.close()
+
+
+class TestHandshake:
+    async def test_guardian_of_another_version_is_refused(self) -> None:
+        """The supervisor refuses a guardian whose version differs from its own."""
+        with pytest.raises(WorkerStartFailedError) as info:
+            await _handshake_against(Welcome(peer_version="0.0.0-other", pid=1))
+        assert info.value.reason is Reason.PEER_VERSION_MISMATCH
+
+    async def test_matching_guardian_is_accepted(self) -> None:
+        """A guardian of the same version that claims the lock completes the handshake."""
+        await _handshake_against(Welcome(peer_version="0.1.0", pid=1), Locked())
+
+    async def test_refused_lock_is_already_running(self) -> None:
+        """A refused lock claim becomes ALREADY_RUNNING."""
+        with pytest.raises(WorkerAlreadyRunningError):
+            await _handshake_against(
+                Welcome(peer_version="0.1.0", pid=1), Refused(reason=Reason.ALREADY_RUNNING)
+            )
+
+    async def test_unexpected_answer(self) -> None:
+        """Anything but welcome is a process-host failure."""
+        with pytest.raises(WorkerLifecycleFailedError) as info:
+            await _handshake_against(Locked())
+        assert info.value.reason is Reason.PROCESS_HOST_FAILED
+
+
+def test_service_manager_variables_are_not_inherited() -> None:
+    """NOTIFY_SOCKET and friends never reach the guardian or the workers."""
+    env = guardian_env(
+        {
+            "NOTIFY_SOCKET": "/run/x",
+            "WATCHDOG_USEC": "1",
+            "LISTEN_FDS": "1",
+            "LISTEN_PID": "1",
+            "WATCHDOG_PID": "1",
+            "PATH": "/bin",
+        }
+    )
+    assert env == {"PATH": "/bin"}
