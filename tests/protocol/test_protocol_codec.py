@@ -118,7 +118,11 @@ WORKER: Codec = (encode_worker_frame, decode_worker_frame)
 FRAMES: list[tuple[Codec, Any]] = [
     *((REQUEST, ControlRequest(c, CRED)) for c in ControlCommand),
     (RESPONSE, StatusResponse(SUMMARY)),
-    *((RESPONSE, HealthResponse(SUMMARY, healthy=False, reason=r)) for r in HealthReason),
+    *(
+        (RESPONSE, HealthResponse(SUMMARY, healthy=False, reason=r))
+        for r in HealthReason
+        if r is not HealthReason.HEALTHY
+    ),
     (RESPONSE, HealthResponse(SUMMARY, healthy=True, reason=HealthReason.HEALTHY)),
     *((RESPONSE, StopProgress(p, 5000)) for p in ShutdownPhase),
     (RESPONSE, StoppedResponse()),
@@ -524,6 +528,17 @@ class TestInvalidValues:
         obj["reason"] = "worker-made-up"
         assert reject(decode_response, obj).reason is Reason.FRAME_INVALID_VALUE
 
+    @pytest.mark.parametrize(
+        ("healthy", "reason"),
+        [(True, HealthReason.SLOTS_NOT_READY), (False, HealthReason.HEALTHY)],
+    )
+    def test_health_flag_must_agree_with_reason(self, healthy: bool, reason: HealthReason) -> None:
+        """healthy and reason must tell one story, or the answer is rejected."""
+        obj = obj_of(RESPONSE, HealthResponse(SUMMARY, healthy=True, reason=HealthReason.HEALTHY))
+        obj.update(healthy=healthy, reason=reason.value)
+        error = reject(decode_response, obj)
+        assert error.reason is Reason.FRAME_INVALID_VALUE
+
     def test_error_response_code_property(self) -> None:
         """ErrorResponse.code is derived from its reason."""
         assert ErrorResponse(Reason.NOT_RUNNING).code is ErrorCode.NOT_RUNNING
@@ -657,11 +672,11 @@ class TestInvalidValues:
 
 
 class TestErrorsCarryNothing:
-    def test_decode_errors_suppress_their_context(self) -> None:
-        """A decode error is raised ``from None``: no cause carrying peer text."""
+    def test_decode_errors_chain_to_nothing(self) -> None:
+        """A decode error has neither cause nor context that could carry peer text."""
         error = reject(decode_state, b'{"version":1,"x":"\xff"}')
         assert error.__cause__ is None
-        assert error.__suppress_context__ is True
+        assert error.__context__ is None
 
     def test_remote_error_is_a_protocol_error(self) -> None:
         """Decoders raise RemoteProtocolError, a ProtocolError and ValueError."""

@@ -79,7 +79,7 @@ requests = st.builds(ControlRequest, command=st.sampled_from(ControlCommand), cr
 
 
 @st.composite
-def summaries(draw: st.DrawFn, min_workers: int = 0) -> PoolSummary:
+def summaries(draw: st.DrawFn, min_workers: int = 1) -> PoolSummary:
     """A PoolSummary whose ready count never exceeds its worker count."""
     workers = draw(st.integers(min_workers, MAX_WORKERS))
     return PoolSummary(
@@ -96,7 +96,11 @@ def summaries(draw: st.DrawFn, min_workers: int = 0) -> PoolSummary:
 responses = st.one_of(
     st.builds(StatusResponse, summaries()),
     st.builds(
-        HealthResponse, summaries(), healthy=st.booleans(), reason=st.sampled_from(HealthReason)
+        lambda summary, reason: HealthResponse(
+            summary, healthy=reason is HealthReason.HEALTHY, reason=reason
+        ),
+        summaries(),
+        st.sampled_from(HealthReason),
     ),
     st.builds(
         StopProgress, phase=st.sampled_from(ShutdownPhase), budget_ms=st.integers(0, MAX_TIMEOUT_MS)

@@ -17,7 +17,10 @@ from coretsia.worker_protocol.endpoint import ENDPOINT_KEY_BYTES
 def write_atomic(path: Path, data: bytes, tmp: Path | None = None) -> None:
     """Write ``data`` through a temporary file and a rename: readers see old or new."""
     tmp = tmp or path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    remove(tmp)  # a stale one from a killed run; the lock makes the directory ours
+    # Exclusive and never through a symlink: nobody can make us write a secret elsewhere.
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, 0o600)
     try:
         os.fchmod(fd, 0o600)
         if os.fstat(fd).st_mode & 0o777 != 0o600:

@@ -165,8 +165,10 @@ def encode_checked(obj: JsonObject, read: Callable[[JsonObject], object]) -> byt
     try:
         read(obj)
     except FieldError as exc:
-        raise LocalProtocolError(exc.reason, exc.path) from None
-    return dumps(obj) + b"\n"
+        error = LocalProtocolError(exc.reason, exc.path)
+    else:
+        return dumps(obj) + b"\n"
+    raise error  # outside the handler: no __context__ that could hold the frame
 
 
 def decode_checked(data: bytes, read: Callable[[JsonObject], T], max_bytes: int) -> T:
@@ -176,4 +178,7 @@ def decode_checked(data: bytes, read: Callable[[JsonObject], T], max_bytes: int)
     try:
         return read(loads(data, max_bytes))
     except FieldError as exc:
-        raise RemoteProtocolError(exc.reason, exc.path) from None
+        error = RemoteProtocolError(exc.reason, exc.path)
+    # Raised outside the handler, so neither __cause__ nor __context__ chains to an
+    # exception (a UnicodeDecodeError, say) that carries the peer's bytes.
+    raise error

@@ -154,7 +154,7 @@ def _summary_obj(summary: PoolSummary) -> s.JsonObject:
 
 
 def _read_summary(obj: s.JsonObject) -> PoolSummary:
-    workers = s.get_int(obj, "worker_count", 0, MAX_WORKERS)
+    workers = s.get_int(obj, "worker_count", 1, MAX_WORKERS)
     return PoolSummary(
         pool_status=s.get_enum(obj, "pool_status", PoolStatus),
         pid=s.get_int(obj, "pid", 1, MAX_PID),
@@ -198,11 +198,11 @@ def _read_response(obj: s.JsonObject) -> ControlResponse:
         return StatusResponse(_read_summary(obj))
     if kind == "health":
         s.check_keys(obj, _BASE_KEYS | _SUMMARY_KEYS | {"healthy", "reason"})
-        return HealthResponse(
-            _read_summary(obj),
-            healthy=s.get_bool(obj, "healthy"),
-            reason=s.get_enum(obj, "reason", HealthReason),
-        )
+        healthy = s.get_bool(obj, "healthy")
+        why = s.get_enum(obj, "reason", HealthReason)
+        if healthy is not (why is HealthReason.HEALTHY):  # the two must tell one story
+            raise s.FieldError(Reason.FRAME_INVALID_VALUE, "$.reason")
+        return HealthResponse(_read_summary(obj), healthy=healthy, reason=why)
     if kind == "stop-progress":
         s.check_keys(obj, _BASE_KEYS | {"phase", "budget_ms"})
         return StopProgress(

@@ -24,6 +24,7 @@ from typing import Final
 
 from coretsia.worker_protocol import _strict as s
 from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.exceptions import LocalProtocolError
 from coretsia.worker_protocol.paths import is_safe_relative_path
 from coretsia.worker_protocol.vocabulary import CREDENTIAL_HEX_LEN, MAX_TIMEOUT_MS, Transport
 
@@ -96,8 +97,12 @@ def encode_locator(locator: Locator) -> bytes:
     }
     if locator.transport is Transport.UNIX:
         obj["path"] = locator.path
+        stray = locator.host is not None or locator.port is not None
     else:
         obj.update(host=locator.host, port=locator.port)
+        stray = locator.path is not None
+    if stray:  # a field of the other transport would be silently dropped
+        raise LocalProtocolError(Reason.FRAME_INVALID_VALUE)
     return s.encode_checked(obj, _read)
 
 

@@ -90,7 +90,11 @@ def encode(conv: cattrs.Converter, union: Any, frame: Any) -> bytes:
         data = s.dumps(conv.unstructure(frame, union))
         conv.structure(json.loads(data), union)
     except _ERRORS:
-        raise LocalProtocolError(Reason.FRAME_INVALID_VALUE) from None
+        failed = True
+    else:
+        failed = False
+    if failed:
+        raise LocalProtocolError(Reason.FRAME_INVALID_VALUE)
     if len(data) > MAX_FRAME_BYTES:
         # The peer would refuse it as oversized; say so here, where the bug is.
         raise LocalProtocolError(Reason.FRAME_OVERSIZED)
@@ -98,26 +102,32 @@ def encode(conv: cattrs.Converter, union: Any, frame: Any) -> bytes:
 
 
 def decode(conv: cattrs.Converter, union: Any, line: bytes, version: int) -> Any:
-    """Decode one frame line strictly; every failure is one RemoteProtocolError."""
+    """Decode one frame line strictly; every failure is one RemoteProtocolError.
+
+    The error is raised outside any handler so that it chains to nothing: the exceptions
+    of json and cattrs quote the peer's bytes.
+    """
     if line.endswith(b"\n"):
         line = line[:-1]
     try:
         obj = s.loads(line, MAX_FRAME_BYTES)
         s.check_version(obj, version)
     except s.FieldError as exc:
-        raise RemoteProtocolError(exc.reason, exc.path) from None
-    if "type" not in obj:
-        raise RemoteProtocolError(Reason.FRAME_MISSING_KEY, "$.type")
-    try:
-        return conv.structure(obj, union)
-    except cattrs.ForbiddenExtraKeysError:
-        raise RemoteProtocolError(Reason.FRAME_UNKNOWN_KEY) from None
-    except cattrs.BaseValidationError as exc:
-        raise RemoteProtocolError(_reason_of(exc)) from None
-    except KeyError:
-        raise RemoteProtocolError(Reason.FRAME_UNKNOWN_TYPE, "$.type") from None
-    except (TypeError, ValueError, AttributeError):
-        raise RemoteProtocolError(Reason.FRAME_INVALID_VALUE) from None
+        error = RemoteProtocolError(exc.reason, exc.path)
+    else:
+        if "type" not in obj:
+            raise RemoteProtocolError(Reason.FRAME_MISSING_KEY, "$.type")
+        try:
+            return conv.structure(obj, union)
+        except cattrs.ForbiddenExtraKeysError:
+            error = RemoteProtocolError(Reason.FRAME_UNKNOWN_KEY)
+        except cattrs.BaseValidationError as exc:
+            error = RemoteProtocolError(_reason_of(exc))
+        except KeyError:
+            error = RemoteProtocolError(Reason.FRAME_UNKNOWN_TYPE, "$.type")
+        except (TypeError, ValueError, AttributeError):
+            error = RemoteProtocolError(Reason.FRAME_INVALID_VALUE)
+    raise error
 
 
 def _reason_of(exc: cattrs.BaseValidationError) -> Reason:
