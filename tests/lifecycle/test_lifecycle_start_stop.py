@@ -32,7 +32,7 @@ class TestStartStatusStop:
         assert json.loads(health.stdout)["healthy"] is True
         stop = cli(root, "stop")
         assert stop.returncode == 0, stop.stderr
-        assert stop.stdout.strip() == "stopped:"
+        assert stop.stdout.strip() == "stopped"
         assert supervisor.finish() == 0
         # stop returned only after everything was gone: no wait needed here.
         assert not lock_held(root)

@@ -72,8 +72,9 @@ def summary(fields: Fields, *, as_json: bool) -> None:
 
 
 def _text(fields: Fields) -> str:
-    status = fields.get("status", "")
-    parts = [f"{status}:"] if status else []
+    status = str(fields.get("status", ""))
+    rest = set(fields) - {"status"}
+    parts = [f"{status}:" if rest else status] if status else []
     if "reason" in fields:
         parts.append(str(fields["reason"]))
     if "worker_count" in fields:
