@@ -74,6 +74,34 @@ class Stubborn(IdleSource):
 
 def stubborn(ctx):
     return Stubborn(ctx)
+
+class Quick(IdleSource):
+    """Hands out trivial tasks as fast as they are asked for, until stop."""
+    def receive(self):
+        if self.ctx.stopping:
+            return None
+        return Task(lambda: 1)
+
+def quick(ctx):
+    return Quick(ctx)
+
+class BrokenReceive(IdleSource):
+    def receive(self):
+        raise RuntimeError("queue /secret/path unreachable")
+
+def broken_receive(ctx):
+    return BrokenReceive(ctx)
+
+class ForgedReadiness(IdleSource):
+    def assert_ready(self):
+        os.write(3, b'{"garbage": true}' + bytes([10]))
+        time.sleep(3600)
+
+def forged_readiness(ctx):
+    return ForgedReadiness(ctx)
+
+def vanishing(ctx):
+    os._exit(3)
 '''
 
 

@@ -48,7 +48,11 @@ async def _run(channel_fd: int) -> int:
         os.umask(hello.umask)
         await _send(channel, Welcome(peer_version=__version__, pid=os.getpid()))
         _platform.become_subreaper()
-        lock_fd = lock.acquire(LOCK_PATH)
+        try:
+            lock_fd = lock.acquire(LOCK_PATH)
+        except OSError:  # not a busy lock: the file cannot be created or locked at all
+            await _send(channel, Refused(reason=Reason.LIFECYCLE_LOCK_FAILED))
+            return 1
         if lock_fd is None:
             await _send(channel, Refused(reason=Reason.ALREADY_RUNNING))
             return 1

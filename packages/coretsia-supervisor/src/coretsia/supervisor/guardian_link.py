@@ -21,7 +21,6 @@ from coretsia.supervisor._version import __version__
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import (
     ProtocolError,
-    WorkerAlreadyRunningError,
     WorkerLifecycleFailedError,
     WorkerStartFailedError,
     error_for,
@@ -93,8 +92,8 @@ class GuardianLink:
             locked = await self.receive()
         except trio.TooSlowError:
             raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from None
-        if isinstance(locked, Refused) and locked.reason is Reason.ALREADY_RUNNING:
-            raise WorkerAlreadyRunningError
+        if isinstance(locked, Refused):
+            raise error_for(locked.reason)
         if not isinstance(locked, Locked):
             raise WorkerLifecycleFailedError(Reason.LIFECYCLE_LOCK_FAILED)
 

@@ -162,14 +162,13 @@ class Supervisor:
         self._link = await GuardianLink.launch(self._root, hello, guardian_env(self._environ))
         nursery.start_soon(self._guardian_events, self._link)
         self._artifact_root = generation.publish(self._root, config.to_generation_dict())
-        for stale in (
+        self._remove(
             LOCATOR_PATH,
             LOCATOR_TMP_PATH,
             config.state_path,
             config.state_tmp_path,
             config.stop_flag_path,
-        ):
-            files.remove(self._root / stale)
+        )
         self._pool.endpoint_hash = self._endpoint_hash()
         if self._transport is Transport.UNIX:
             self._server = await ControlServer.open_unix(self._root / config.socket_path)
@@ -177,7 +176,10 @@ class Supervisor:
             self._server = await ControlServer.open_tcp(config.tcp_port)
         nursery.start_soon(self._server.serve, self._credential, self)
         self._publish_state()
-        self._publish_locator()
+        try:
+            self._publish_locator()
+        except OSError as exc:
+            raise WorkerLifecycleFailedError(Reason.LIFECYCLE_LOCATOR_FAILED) from exc
         for slot in self._pool.slots:
             if self._stop_requested or self._failure is not None:
                 break
@@ -404,10 +406,48 @@ class Supervisor:
             control_transport=self._transport,
             endpoint_hash=self._pool.endpoint_hash,
         )
-        files.write_atomic(
-            self._root / config.state_path, encode_state(state), self._root / config.state_tmp_path
-        )
+        try:
+            files.write_atomic(
+                self._root / config.state_path,
+                encode_state(state),
+                self._root / config.state_tmp_path,
+            )
+        except OSError as exc:
+            raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
         self._state_published = True
+
+    def _remove(self, *paths: str) -> None:
+        try:
+            for path in paths:
+                files.remove(self._root / path)
+        except OSError as exc:
+            raise WorkerLifecycleFailedError(Reason.RUNTIME_CLEANUP_FAILED) from exc
+
+    def _cleanup_files(self) -> bool:
+        """Remove state, stop flag, listener, socket and locator; False if one resisted.
+
+        Every removal is attempted even if an earlier one fails: the locator above all
+        must not outlive the pool.
+        """
+        config = self._config
+        cleaned = True
+        if self._server is not None:
+            try:
+                self._server.close()
+            except OSError:
+                cleaned = False
+        for path in (
+            config.state_path,
+            config.state_tmp_path,
+            config.stop_flag_path,
+            LOCATOR_PATH,
+            LOCATOR_TMP_PATH,
+        ):
+            try:
+                files.remove(self._root / path)
+            except OSError:
+                cleaned = False
+        return cleaned
 
     # -- shutdown -----------------------------------------------------------------------
 
@@ -419,8 +459,13 @@ class Supervisor:
         config = self._config
         if self._state_published:
             self._pool.status = PoolStatus.STOPPING
-            self._publish_state()
-            files.write_atomic(self._root / config.stop_flag_path, b"stop\n")
+            try:
+                self._publish_state()
+                # The seed's stop-signal file, kept as a diagnostic artifact only: workers
+                # learn of the stop from their stop pipe, never by polling this file.
+                files.write_atomic(self._root / config.stop_flag_path, b"stop\n")
+            except (WorkerError, OSError):
+                pass  # diagnostics only; shutdown must go on regardless
         self._pool.changed()
         if not self._guardian_lost:
             try:
@@ -431,12 +476,8 @@ class Supervisor:
         with trio.move_on_after(budget + SHUTDOWN_SLACK_S):
             await self._drained.wait()
         clean = self._drained.is_set() and self._drained_clean and not self._guardian_lost
-        for path in (config.state_path, config.state_tmp_path, config.stop_flag_path):
-            files.remove(self._root / path)
         self._state_published = False
-        if self._server is not None:
-            self._server.close()
-        files.remove(self._root / LOCATOR_PATH)
+        cleaned = self._cleanup_files()
         released = False
         if clean:
             try:
@@ -452,6 +493,8 @@ class Supervisor:
             await link.abandon()
         if not (clean and released) and self._failure is None:
             self._fail(WorkerLifecycleFailedError(Reason.SHUTDOWN_FAILED))
+        if not cleaned:
+            self._fail(WorkerLifecycleFailedError(Reason.RUNTIME_CLEANUP_FAILED))
         final: ControlResponse = (
             StoppedResponse() if clean and released else ErrorResponse(Reason.SHUTDOWN_FAILED)
         )

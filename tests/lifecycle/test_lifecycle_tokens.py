@@ -1,0 +1,109 @@
+"""Each remaining error token of a running pool, reached with a real pool."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from pools import cli, lock_held, processes_in, wait_gone, write_root
+
+
+def _fails_with(supervisors, root: Path, expected: str) -> None:  # type: ignore[no-untyped-def]
+    supervisor = supervisors(root)
+    assert supervisor.finish(60) == 1, supervisor.stderr
+    assert supervisor.stderr.strip() == expected
+    assert "secret" not in supervisor.stderr + supervisor.stdout
+    assert not lock_held(root)
+    assert wait_gone(root) == []
+
+
+class TestWorkerTokens:
+    def test_receive_failure_after_readiness(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A source whose receive raises fails the running pool with its token."""
+        write_root(root, task_source="lifecycle_app:broken_receive")
+        _fails_with(
+            supervisors,
+            root,
+            "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-task-source-receive-failed",
+        )
+
+    def test_forged_readiness_frame(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A malformed readiness frame fails the start as readiness-invalid."""
+        write_root(root, task_source="lifecycle_app:forged_readiness", stop_timeout_ms=300)
+        _fails_with(supervisors, root, "CORETSIA_WORKER_START_FAILED: worker-readiness-invalid")
+
+    def test_worker_dying_without_a_word(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A worker that exits during boot without a reason fails the start generically."""
+        write_root(root, task_source="lifecycle_app:vanishing")
+        _fails_with(supervisors, root, "CORETSIA_WORKER_START_FAILED: worker-child-start-failed")
+
+
+class TestRuntimeFiles:
+    def test_lock_that_cannot_be_taken(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A lock path the guardian cannot open is a lock failure, not "already running"."""
+        (root / "var/tmp/worker.lock").mkdir(parents=True)
+        supervisor = supervisors(root)
+        assert supervisor.finish() == 1
+        assert supervisor.stderr.strip() == (
+            "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-lifecycle-lock-failed"
+        )
+        assert wait_gone(root) == []
+
+    def test_stale_artifact_that_cannot_be_removed(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A stale stop flag that cannot be deleted fails the start as a cleanup failure."""
+        (root / "var/tmp/worker.stop/inside").mkdir(parents=True)
+        supervisor = supervisors(root)
+        assert supervisor.finish() == 1
+        assert supervisor.stderr.strip() == (
+            "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-runtime-cleanup-failed"
+        )
+        assert not lock_held(root)
+        assert wait_gone(root) == []
+
+
+class TestRecycle:
+    def test_retiring_workers_are_replaced_and_the_pool_stays_running(
+        self, root: Path, supervisors
+    ) -> None:  # type: ignore[no-untyped-def]
+        """After max_requests a worker exits cleanly and a fresh one takes its slot."""
+        write_root(root, task_source="lifecycle_app:quick", max_requests=1000)
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        first = {w.pid for w in supervisor.workers()}
+        # Every worker completes 1000 tasks in well under a second, then retires; wait
+        # until none of the first workers is left and the pool still answers running.
+        for worker in supervisor.workers():
+            worker.wait(timeout=30)
+        status = json.loads(cli(root, "status", "--json").stdout)
+        assert status["pool_status"] == "running"
+        assert supervisor.proc.poll() is None
+        assert {w.pid for w in supervisor.workers()}.isdisjoint(first)
+        assert cli(root, "stop").returncode == 0
+        assert supervisor.finish() == 0
+        assert processes_in(root) == []
+
+
+@pytest.mark.parametrize("transport", ["tcp"])
+def test_tcp_control_transport(root: Path, supervisors, transport: str) -> None:  # type: ignore[no-untyped-def]
+    """With transport tcp the pool is controlled over 127.0.0.1 exactly."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    config = (root / "coretsia.toml").read_text()
+    (root / "coretsia.toml").write_text(
+        config + f'\n[worker.control]\ntransport = "{transport}"\n\n[worker.tcp]\nport = {port}\n'
+    )
+    supervisor = supervisors(root)
+    supervisor.wait_running()
+    assert "control tcp" in supervisor.summary
+    assert str(port) not in supervisor.summary
+    status = json.loads(cli(root, "status", "--json").stdout)
+    assert status["control_transport"] == "tcp"
+    locator = json.loads((root / "var/tmp/worker.lifecycle.json").read_text())
+    assert locator["host"] == "127.0.0.1"
+    assert not (root / "var/tmp/worker.sock").exists()
+    assert cli(root, "stop").returncode == 0
+    assert supervisor.finish() == 0
