@@ -170,11 +170,22 @@ class Supervisor:
         except psutil.NoSuchProcess:
             return []
 
+    def _named(self, needle: str) -> list[psutil.Process]:
+        found = []
+        for proc in self.tree():
+            try:
+                if needle in " ".join(proc.cmdline()):
+                    found.append(proc)
+            except psutil.Error:  # exited (or a zombie) since the snapshot
+                continue
+        return found
+
     def workers(self) -> list[psutil.Process]:
-        return [p for p in self.tree() if "coretsia.supervisor.launcher" in " ".join(p.cmdline())]
+        """The live worker processes, right now."""
+        return self._named("coretsia.supervisor.launcher")
 
     def guardian(self) -> psutil.Process:
-        (guardian,) = [p for p in self.tree() if "coretsia.guardian" in " ".join(p.cmdline())]
+        (guardian,) = self._named("coretsia.guardian")
         return guardian
 
 

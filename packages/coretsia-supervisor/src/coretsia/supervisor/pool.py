@@ -33,6 +33,8 @@ class Slot:
     state: SlotState = SlotState.SPAWNING
     failed_reason: Reason | None = None
     retiring: bool = False
+    channel_closed: trio.Event = attrs.field(factory=trio.Event)
+    """Set when the current worker's channel reached its end: every frame was read."""
 
 
 @attrs.define

@@ -88,6 +88,7 @@ LAUNCHER_MODULE: Final = "coretsia.supervisor.launcher"
 
 RELEASE_TIMEOUT_S: Final = 5.0
 SHUTDOWN_SLACK_S: Final = 5.0
+_LAST_WORDS_S: Final = 1.0
 
 
 class Supervisor:
@@ -223,6 +224,7 @@ class Supervisor:
         slot.state = SlotState.SPAWNING
         slot.failed_reason = None
         slot.retiring = False
+        slot.channel_closed = trio.Event()
         try:
             await self._link.send(Spawn(slot=slot.index, argv=self._argv(slot)), (theirs.fileno(),))
         finally:
@@ -230,6 +232,13 @@ class Supervisor:
         self._nursery.start_soon(self._read_worker, slot, trio.socket.from_stdlib_socket(ours))
 
     async def _read_worker(self, slot: Slot, sock: trio.socket.SocketType) -> None:
+        closed = slot.channel_closed
+        try:
+            await self._read_frames(slot, sock)
+        finally:
+            closed.set()
+
+    async def _read_frames(self, slot: Slot, sock: trio.socket.SocketType) -> None:
         framer = LineFramer()
         with sock:
             try:
@@ -271,15 +280,25 @@ class Supervisor:
         slot.state = SlotState.EXITED
         self._publish_state()
         self._pool.changed()
+        if not self._stopping:
+            assert self._nursery is not None
+            self._nursery.start_soon(self._judge_exit, slot, frame.exit_kind)
+
+    async def _judge_exit(self, slot: Slot, exit_kind: str) -> None:
+        """Decide what a worker's exit means once its last words have been read.
+
+        The exit (guardian channel) and the worker's final frames (its own channel) travel
+        on different sockets; wait for the worker's channel to reach its end so that a
+        ``retiring`` or ``failed`` frame is never overtaken by the exit it announced. A
+        grandchild may hold the channel open, hence the bound.
+        """
+        with trio.move_on_after(_LAST_WORDS_S):
+            await slot.channel_closed.wait()
         if self._stopping:
             return
-        if (
-            slot.retiring
-            and frame.exit_kind == "exit-0"
-            and self._pool.status is PoolStatus.RUNNING
-        ):
-            assert self._nursery is not None
-            self._nursery.start_soon(self._recycle, slot)
+        if slot.retiring and exit_kind == "exit-0":
+            # A clean retirement (max_requests), even before every other slot is ready.
+            await self._recycle(slot)
             return
         if slot.failed_reason is not None:
             self._fail(error_for(slot.failed_reason))
