@@ -4,9 +4,19 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 from pathlib import Path
 
-from pools import Supervisor, cli, lock_held, processes_in, wait_for, wait_gone, write_root
+from pools import (
+    SUPERVISOR,
+    Supervisor,
+    cli,
+    lock_held,
+    processes_in,
+    wait_for,
+    wait_gone,
+    write_root,
+)
 
 RUNTIME_FILES = (
     "var/tmp/worker.state.json",
@@ -207,4 +217,32 @@ class TestStartFailures:
         assert supervisor.finish() == 1
         assert supervisor.stderr.strip() == "CORETSIA_WORKER_START_FAILED: worker-start-cancelled"
         assert not lock_held(root)
+        assert wait_gone(root) == []
+
+
+class TestStopRequests:
+    def test_every_pending_stop_gets_stopped(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """Several concurrent stop clients all receive the terminal stopped."""
+        write_root(root, task_source="lifecycle_app:stubborn", stop_timeout_ms=500)
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        command = [*SUPERVISOR, "stop", "--root", str(root)]
+        clients = [
+            subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            for _ in range(3)
+        ]
+        for client in clients:
+            out, err = client.communicate(timeout=30)
+            assert (client.returncode, out.strip(), err) == (0, b"stopped", b"")
+        assert supervisor.finish() == 0
+
+    def test_stop_command_during_start(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """The stop command while starting cancels the start; the client gets stopped."""
+        write_root(root, task_source="lifecycle_app:slow_ready", stop_timeout_ms=300)
+        supervisor = supervisors(root)
+        wait_for((root / "var/tmp/worker.lifecycle.json").exists)
+        stop = cli(root, "stop")
+        assert stop.returncode == 0, stop.stderr
+        assert supervisor.finish() == 1
+        assert supervisor.stderr.strip() == "CORETSIA_WORKER_START_FAILED: worker-start-cancelled"
         assert wait_gone(root) == []
