@@ -109,14 +109,14 @@ class TestSecrets:
             assert str(root) not in text  # no absolute path either
 
     def test_workers_hold_only_their_own_descriptors(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
-        """A worker has stdin, stdout, stderr, its channel and its stop pipe: nothing else."""
+        """A worker holds stdin/out/err, its channel, its stop pipe and the fence: no more."""
         supervisor = supervisors(root)
         supervisor.wait_running()
-        lock_inode = os.stat(root / "var/tmp/worker.lock").st_ino
         for worker in supervisor.workers():
             fds = sorted(int(fd) for fd in os.listdir(f"/proc/{worker.pid}/fd"))
-            assert fds == [0, 1, 2, 3, 4], fds
+            assert fds == [0, 1, 2, 3, 4, 5], fds
             targets = [os.readlink(f"/proc/{worker.pid}/fd/{fd}") for fd in fds]
             assert targets[3].startswith("socket:")
             assert targets[4].startswith("pipe:")
-            assert all(str(lock_inode) not in t for t in targets)
+            assert targets[5] == str(root / "var/tmp/worker.generation.lock")
+            assert str(root / "var/tmp/worker.lock") not in targets

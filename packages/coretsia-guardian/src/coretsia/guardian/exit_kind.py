@@ -1,20 +1,12 @@
-"""Bounded names for how a process ended; raw statuses never leave the guardian."""
+"""Exit kinds from ``waitpid`` statuses (see the protocol's ``internal.exit_kind``)."""
 
 from __future__ import annotations
 
 import os
-import signal
+
+from coretsia.worker_protocol.internal.exit_kind import from_returncode
 
 
 def exit_kind(wait_status: int) -> str:
-    """``exit-0``, ``exit-nonzero``, ``signal-term``, ``signal-kill`` or ``signal-other``."""
-    code = os.waitstatus_to_exitcode(wait_status)
-    if code == 0:
-        return "exit-0"
-    if code > 0:
-        return "exit-nonzero"
-    if -code == signal.SIGTERM:
-        return "signal-term"
-    if -code == signal.SIGKILL:
-        return "signal-kill"
-    return "signal-other"
+    """The bounded exit kind of a raw ``waitpid`` status."""
+    return from_returncode(os.waitstatus_to_exitcode(wait_status))

@@ -1,18 +1,20 @@
-"""The guardian of one worker generation: the lock, the processes, the bounded shutdown.
+"""The guardian of one worker generation: the processes and the bounded shutdown.
 
 Rules of this module (everything that decides a worker's fate lives here):
 
 1. The lock is taken before anything else may happen and released after everything
-   else: ``locked`` is the first word about the generation, ``released`` the last.
-2. The guardian alone starts, signals and reaps workers. It signals a worker's process
-   group only while the worker is an unreaped child (its pid cannot have been reused), and
-   any other descendant only through psutil, which checks the process's identity.
+   else (see :mod:`coretsia.guardian.session`): ``locked`` is the first word about the
+   generation, ``released`` the last.
+2. The guardian alone starts, signals and reaps workers (through its driver backend). A
+   worker's process group is signalled only while the worker is unreaped (its pid cannot
+   have been reused); any other descendant only through psutil, which checks identity.
 3. Shutdown is one procedure, run from a ``shutdown`` request or from the loss of the
    supervisor alike: cooperative stop (close the stop pipe), then SIGTERM, then SIGKILL,
    each bounded by the budgets received at the handshake. A supervisor that dies midway
    changes nothing.
-4. The generation is gone when no descendant of the guardian is left. Only then is the
-   lock released, even if that takes longer than every budget.
+4. The generation is gone when no descendant of the guardian is left (its own helper,
+   the proc host, aside until the very end). Only then is the lock released, even if that
+   takes longer than every budget.
 """
 
 from __future__ import annotations
@@ -20,22 +22,22 @@ from __future__ import annotations
 import math
 import os
 import signal
-from collections.abc import Mapping
 from typing import Final
 
-import attrs
 import psutil
 import trio
 
+from coretsia.guardian.backends import Backend, ForkBackend, ProcBackend
 from coretsia.guardian.channel import FramedChannel
 from coretsia.guardian.exit_kind import exit_kind
 from coretsia.guardian.reaper import reap_forever
-from coretsia.guardian.spawner import Spawner, SpawnRequest
+from coretsia.guardian.spawner import Spawner
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import ProtocolError
 from coretsia.worker_protocol.internal.guardian import (
     Drained,
     Exited,
+    GenerationFailed,
     GuardianFrame,
     Hello,
     Phase,
@@ -47,43 +49,74 @@ from coretsia.worker_protocol.internal.guardian import (
     decode_guardian_frame,
     encode_guardian_frame,
 )
-from coretsia.worker_protocol.vocabulary import ShutdownPhase
-
-PARENT_PID_ENV: Final = "CORETSIA_WORKER_PARENT_PID"
-"""Tells a worker which process spawned it, so it can check it is still alive."""
+from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
+from coretsia.worker_protocol.vocabulary import Driver, ShutdownPhase
 
 _RECHECK_S: Final = 0.05
 # A grandchild that dies while its own parent lives sends us no SIGCHLD; during shutdown
 # only, liveness is re-checked at this period as well as on every reap.
 
 
-@attrs.define
-class _Worker:
-    slot: int
-    pid: int
-
-
 class Generation:
     """The guardian's view of one generation; driven by :func:`run_generation`."""
 
-    def __init__(self, channel: FramedChannel, hello: Hello, env: Mapping[str, str]) -> None:
+    def __init__(self, channel: FramedChannel, hello: Hello, fence_fd: int) -> None:
         self._channel = channel
         self._hello = hello
-        self._env = {**env, PARENT_PID_ENV: str(os.getpid())}
-        self._workers: dict[int, _Worker] = {}
+        self._fence_fd = fence_fd
+        self._workers: dict[int, int] = {}  # pid -> slot, while the worker is unreaped
         self._changed = trio.Event()
         self._outbox, self._outbox_reader = trio.open_memory_channel[bytes](math.inf)
         self._stop_read, self._stop_write = os.pipe()
         self._spawner = Spawner()
         self._me = psutil.Process()
+        self._backend: Backend | None = None
+        self._host: ProcBackend | None = None
+        self._quitting = False
 
-    # -- events from the reaper and the channel -----------------------------------------
+    async def start_backend(self, nursery: trio.Nursery) -> bool:
+        """Set up the driver; False (after telling the supervisor) if that failed."""
+        env = {**os.environ, PARENT_PID_ENV: str(os.getpid())}
+        shared = (self._stop_read, self._fence_fd)
+        if self._hello.driver is Driver.FORK:
+            self._backend = ForkBackend(self._spawner, env, shared)
+            return True
+        try:
+            self._host = await ProcBackend.start(self._spawner, env, shared, self._on_host_exit)
+        except (OSError, ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError):
+            self.post(GenerationFailed(reason=Reason.PROCESS_HOST_FAILED))
+            return False
+        self._backend = self._host
+        nursery.start_soon(self._watch_host, self._host)
+        return True
 
-    def on_exit(self, pid: int, status: int) -> None:
-        """Reaper callback: report a worker's end; any reap may change liveness."""
-        worker = self._workers.pop(pid, None)
-        if worker is not None:
-            self.post(Exited(slot=worker.slot, exit_kind=exit_kind(status)))
+    # -- events -------------------------------------------------------------------------
+
+    def on_reaped(self, pid: int, status: int) -> None:
+        """Reaper callback: a child of ours ended (a worker, the proc host, an orphan)."""
+        slot = self._workers.pop(pid, None)
+        if slot is not None:
+            self.post(Exited(slot=slot, exit_kind=exit_kind(status)))
+        self.changed()
+
+    def _on_host_exit(self, frame: Exited) -> None:
+        """The proc host reaped one of its workers."""
+        for pid, slot in list(self._workers.items()):
+            if slot == frame.slot:
+                del self._workers[pid]
+        self.post(frame)
+        self.changed()
+
+    async def _watch_host(self, host: ProcBackend) -> None:
+        await host.run()
+        if not self._quitting:
+            # The proc host died under us: its workers die with it (parent-death signal)
+            # and re-parent to us as zombies; the generation has failed.
+            self.post(GenerationFailed(reason=Reason.PROCESS_HOST_FAILED))
+        self.changed()
+
+    def changed(self) -> None:
+        """Wake whoever waits for the generation's liveness to change."""
         self._changed.set()
         self._changed = trio.Event()
 
@@ -101,41 +134,39 @@ class Generation:
 
     async def spawn(self, frame: Spawn, channel_fd: int | None) -> None:
         """Start one worker; its channel descriptor arrived with the frame."""
-        if channel_fd is None:
+        if channel_fd is None or self._backend is None:
             self.post(SpawnFailed(slot=frame.slot, reason=Reason.CHILD_START_FAILED))
             return
         try:
-            pid = await self._spawner.spawn(
-                SpawnRequest(frame.argv, self._env, channel_fd, self._stop_read)
-            )
-        except OSError:
-            self.post(SpawnFailed(slot=frame.slot, reason=Reason.FORK_FAILED))
-            return
+            result = await self._backend.spawn(frame.slot, frame.argv, channel_fd)
         finally:
             os.close(channel_fd)
-        self._workers[pid] = _Worker(frame.slot, pid)
-        self.post(Spawned(slot=frame.slot, pid=pid))
+        if isinstance(result, Spawned):
+            self._workers[result.pid] = frame.slot
+        self.post(result)
 
     # -- shutdown -----------------------------------------------------------------------
 
     def _descendants(self) -> list[psutil.Process]:
+        """Every live descendant but our own helpers (the proc host)."""
+        spare = self._backend.helper_pids() if self._backend is not None else frozenset()
         try:
             found = self._me.children(recursive=True)
         except psutil.Error:
             return []
-        return [p for p in found if _running(p)]
+        return [p for p in found if p.pid not in spare and _running(p)]
 
     def alive(self) -> bool:
         """True while any process of the generation is left."""
         return bool(self._workers) or bool(self._descendants())
 
     def _signal_all(self, sig: signal.Signals) -> None:
-        for worker in self._workers.values():
-            try:
-                os.killpg(worker.pid, sig)  # unreaped child: its group id is still ours
-            except (ProcessLookupError, PermissionError):
-                pass
+        if self._backend is not None:
+            for pid, slot in self._workers.items():
+                self._backend.signal(slot, pid, sig)
         for proc in self._descendants():
+            if proc.pid in self._workers:
+                continue  # signalled above, as a group, by its owner
             try:
                 proc.send_signal(sig)  # psutil checks identity before signalling
             except psutil.Error:
@@ -163,14 +194,18 @@ class Generation:
                 self._signal_all(sig)
             with trio.move_on_after(budget_ms / 1000):
                 await self._until_gone()
-        return not self.alive()
+        clean = not self.alive()
+        self._quitting = True
+        if self._backend is not None:
+            await self._backend.close(self._hello.force_kill_timeout_ms / 1000)
+        return clean
 
     async def wait_until_gone(self) -> None:
         """Wait, unbounded, for a process that survived every phase to disappear."""
         await self._until_gone()
 
     def close(self) -> None:
-        """Release what the generation holds (the lock is released by the caller)."""
+        """Release what the generation holds (the locks are released by the caller)."""
         self._spawner.close()
         os.close(self._stop_read)
         self._outbox.close()
@@ -183,13 +218,16 @@ def _running(proc: psutil.Process) -> bool:
         return False
 
 
-async def run_generation(channel: FramedChannel, hello: Hello) -> None:
+async def run_generation(channel: FramedChannel, hello: Hello, fence_fd: int) -> None:
     """Serve the supervisor until shutdown (asked for, or forced by its loss)."""
-    generation = Generation(channel, hello, os.environ)
+    generation = Generation(channel, hello, fence_fd)
     try:
         async with trio.open_nursery() as nursery:
-            await nursery.start(reap_forever, generation.on_exit)
+            await nursery.start(reap_forever, generation.on_reaped)
             nursery.start_soon(generation.write_outbox)
+            # A driver that fails to start is reported (generation-failed); the spawns
+            # that follow then fail and the supervisor asks for the shutdown.
+            await generation.start_backend(nursery)
             supervisor_present = await _serve(channel, generation)
             clean = await generation.shutdown()
             generation.post(Drained(clean=clean))

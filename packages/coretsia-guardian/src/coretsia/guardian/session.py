@@ -20,8 +20,7 @@ from coretsia.worker_protocol.internal.guardian import (
     Welcome,
     encode_guardian_frame,
 )
-from coretsia.worker_protocol.lifecycle import LOCK_PATH
-from coretsia.worker_protocol.vocabulary import Driver
+from coretsia.worker_protocol.lifecycle import FENCE_PATH, LOCK_PATH
 
 HANDSHAKE_TIMEOUT_S = 30.0
 """How long the guardian waits for ``hello`` before giving up on its supervisor."""
@@ -42,9 +41,6 @@ async def _run(channel_fd: int) -> int:
         if hello.peer_version != __version__:
             await _send(channel, Refused(reason=Reason.PEER_VERSION_MISMATCH))
             return 1
-        if hello.driver is not Driver.FORK:
-            await _send(channel, Refused(reason=Reason.PROCESS_HOST_FAILED))
-            return 1
         os.umask(hello.umask)
         await _send(channel, Welcome(peer_version=__version__, pid=os.getpid()))
         _platform.become_subreaper()
@@ -57,14 +53,34 @@ async def _run(channel_fd: int) -> int:
             await _send(channel, Refused(reason=Reason.ALREADY_RUNNING))
             return 1
         try:
-            await _send(channel, Locked())
-            await run_generation(channel, hello)
+            try:
+                fence_fd = _claim_fence()
+            except OSError:
+                await _send(channel, Refused(reason=Reason.LIFECYCLE_LOCK_FAILED))
+                return 1
+            if fence_fd is None:
+                # The lock was free but a previous generation's workers still hold the
+                # fence (its guardian was killed): no overlap, ever.
+                await _send(channel, Refused(reason=Reason.ALREADY_RUNNING))
+                return 1
+            try:
+                await _send(channel, Locked())
+                await run_generation(channel, hello, fence_fd)
+            finally:
+                os.close(fence_fd)
         finally:
-            os.close(lock_fd)  # the fence is released last, after every worker is gone
+            os.close(lock_fd)  # the lock is released last, after every worker is gone
         await _send(channel, Released())
         return 0
     finally:
         channel.close()
+
+
+def _claim_fence() -> int | None:
+    """Take the generation fence under the lock, unless old workers still hold it."""
+    if lock.probe(FENCE_PATH):
+        return None
+    return lock.acquire_shared(FENCE_PATH)
 
 
 async def _send(

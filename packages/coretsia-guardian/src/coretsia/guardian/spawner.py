@@ -13,9 +13,9 @@ could steal a status or, worse, reap a recycled pid. ``posix_spawn`` is fork-exe
 Python code between the two, so it is also safe in a multi-threaded process.
 
 Descriptor isolation: every descriptor of the guardian is close-on-exec (PEP 446), so the
-child inherits only 0, 1, 2 and the two descriptors duplicated to 3 and 4 by the file
-actions. Sources are first moved to descriptors 10 and up so that ``dup2`` never maps a
-descriptor onto itself, which would leave close-on-exec set.
+child inherits only 0, 1, 2 and the descriptors the request names, duplicated to 3, 4, 5
+in order by the file actions. Sources are first moved to descriptors 10 and up so that
+``dup2`` never maps a descriptor onto itself, which would leave close-on-exec set.
 """
 
 from __future__ import annotations
@@ -31,11 +31,12 @@ from typing import Final
 import attrs
 import trio
 
-CHANNEL_FD: Final = 3
-"""Where the worker finds its worker-channel socket."""
+FIRST_FD: Final = 3
+"""Where the first passed descriptor lands in the child; the others follow in order.
 
-STOP_FD: Final = 4
-"""Where the worker finds the read end of the cooperative-stop pipe."""
+A worker gets its worker channel at 3, the cooperative-stop pipe at 4 and the
+generation fence at 5; the proc host gets its guardian channel, the stop pipe and the
+fence at the same numbers."""
 
 _HIGH_FD: Final = 10
 
@@ -53,12 +54,11 @@ _RESET_SIGNALS: Final = (
 
 @attrs.frozen
 class SpawnRequest:
-    """What to start: a shell-free argv, its environment and its two descriptors."""
+    """What to start: a shell-free argv, its environment, the descriptors it gets."""
 
     argv: Sequence[str]
     env: Mapping[str, str]
-    channel_fd: int
-    stop_fd: int
+    fds: tuple[int, ...]
 
 
 class Spawner:
@@ -101,19 +101,13 @@ class Spawner:
 
 
 def _spawn(request: SpawnRequest) -> int:
-    high = [
-        fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _HIGH_FD)
-        for fd in (request.channel_fd, request.stop_fd)
-    ]
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _HIGH_FD) for fd in request.fds]
     try:
         return os.posix_spawn(
             request.argv[0],
             list(request.argv),
             dict(request.env),
-            file_actions=[
-                (os.POSIX_SPAWN_DUP2, high[0], CHANNEL_FD),
-                (os.POSIX_SPAWN_DUP2, high[1], STOP_FD),
-            ],
+            file_actions=[(os.POSIX_SPAWN_DUP2, fd, FIRST_FD + i) for i, fd in enumerate(high)],
             setsid=True,
             setsigdef=_RESET_SIGNALS,
             setsigmask=(),

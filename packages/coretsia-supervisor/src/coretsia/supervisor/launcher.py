@@ -71,6 +71,8 @@ from __future__ import annotations
 import os
 import sys
 
+from coretsia.worker_protocol.parent_watch import arm_parent_death, is_decimal, parent_matches
+
 # Not ``from typing import TYPE_CHECKING``: importing typing costs milliseconds on every
 # worker boot, and type checkers honour a module-level ``TYPE_CHECKING`` all the same.
 TYPE_CHECKING = False
@@ -82,7 +84,6 @@ if TYPE_CHECKING:
     from coretsia.worker_protocol.task_source import Task, TaskSource
     from coretsia.worker_protocol.worker_channel import WorkerFrame
 
-PARENT_PID_ENV = "CORETSIA_WORKER_PARENT_PID"
 ARG_PREFIX = "--coretsia-worker-"
 ARGS = ("artifact-root", "slot", "channel-fd", "stop-fd")
 FORBIDDEN_ARGS = ("module-manifest", "config", "container")
@@ -92,9 +93,6 @@ EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_CONTRACT = 2
 
-_PR_SET_PDEATHSIG = 1
-_SIGKILL = 9
-_MAX_INT_CHARS = 10
 _MAX_POLL_MS = 2**31 - 1
 
 
@@ -113,7 +111,7 @@ class _Exit(Exception):
 
 def main() -> None:
     """Run one worker; exits with 0, 1 or 2 (see the module docstring)."""
-    armed = _arm_parent_death()  # first: the parent may die at any moment from now on
+    armed = arm_parent_death()  # first: the parent may die at any moment from now on
     _check_parent()
     raise SystemExit(_run(sys.argv[1:], armed=armed))
 
@@ -121,53 +119,16 @@ def main() -> None:
 # --- parent watch ---------------------------------------------------------------------
 
 
-def _arm_parent_death() -> bool:
-    """Ask Linux to SIGKILL this process when its parent dies; False if that failed.
-
-    ``prctl`` through ctypes (about 2 ms to import) rather than a watcher thread: a thread
-    in every worker would make application code that forks warn on 3.12+ and risk
-    deadlock. The signal fires when the *thread* that forked us exits, so the spawner
-    must fork from a thread that lives as long as its children (architecture.md, "Traps").
-    Other systems have no such call: True, the parent check below still runs.
-    """
-    if not sys.platform.startswith("linux"):
-        return True
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        arg = ctypes.c_ulong
-        result: int = libc.prctl(
-            ctypes.c_int(_PR_SET_PDEATHSIG), arg(_SIGKILL), arg(0), arg(0), arg(0)
-        )
-    except (OSError, AttributeError):
-        return False
-    return result == 0
-
-
 def _check_parent() -> None:
-    """Exit 1 if the spawner already died (before the watch was armed), 2 if unnamed.
-
-    The variable is removed at once: it is the launcher's, not the application's.
-    """
-    value = os.environ.pop(PARENT_PID_ENV, None)
-    if value is None or not _is_decimal(value):
+    """Exit 1 if the spawner already died (before the watch was armed), 2 if unnamed."""
+    matches = parent_matches()
+    if matches is None:
         raise SystemExit(EXIT_CONTRACT)
-    if os.getppid() != int(value):
+    if not matches:
         raise SystemExit(EXIT_FAILURE)
 
 
 # --- contract checks ------------------------------------------------------------------
-
-
-def _is_decimal(value: str) -> bool:
-    """A canonical non-negative decimal: ASCII digits, no sign, no leading zero."""
-    return (
-        0 < len(value) <= _MAX_INT_CHARS
-        and value.isascii()
-        and value.isdigit()
-        and (value == "0" or value[0] != "0")
-    )
 
 
 def _parse(argv: list[str]) -> tuple[str, int, int, int]:
@@ -182,7 +143,7 @@ def _parse(argv: list[str]) -> tuple[str, int, int, int]:
     if len(values) != len(ARGS):
         raise _Exit(EXIT_CONTRACT)
     numbers = [values["slot"], values["channel-fd"], values["stop-fd"]]
-    if not all(_is_decimal(number) for number in numbers):
+    if not all(is_decimal(number) for number in numbers):
         raise _Exit(EXIT_CONTRACT)
     slot, channel_fd, stop_fd = (int(number) for number in numbers)
     if channel_fd < 3 or stop_fd < 3 or channel_fd == stop_fd:

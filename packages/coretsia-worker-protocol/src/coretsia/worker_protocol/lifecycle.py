@@ -15,6 +15,11 @@ RUNTIME_DIR: Final = "var/tmp"
 LOCK_PATH: Final = "var/tmp/worker.lock"
 """The generation fence, held by the guardian."""
 
+FENCE_PATH: Final = "var/tmp/worker.generation.lock"
+"""The second fence: held shared by every worker of a generation through one inherited
+descriptor, so it outlives a killed guardian until the last worker is gone. A start is
+refused while it is held, and ``status`` reports such a draining generation."""
+
 LOCATOR_PATH: Final = "var/tmp/worker.lifecycle.json"
 """The private locator (mode 0600): endpoint, credential, stop budgets."""
 
@@ -29,6 +34,7 @@ GENERATIONS_DIR: Final = "var/generations"
 
 CANONICAL_PATHS: Final = (
     LOCK_PATH,
+    FENCE_PATH,
     LOCATOR_PATH,
     LOCATOR_TMP_PATH,
     ENDPOINT_KEY_PATH,

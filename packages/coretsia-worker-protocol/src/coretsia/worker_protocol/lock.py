@@ -69,6 +69,27 @@ def probe(path: str) -> bool:
         os.close(fd)
 
 
+def acquire_shared(path: str) -> int:
+    """Take a shared (read) lock for the generation fence and return its descriptor.
+
+    The descriptor is inherited by every worker (explicitly passed, like the channels):
+    one open file description shared by the whole generation, so the lock is held until
+    the last of them closes it, even if the guardian is gone. Raises :class:`OSError` if
+    the lock cannot be taken (call :func:`probe` first, under the main lock).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        if sys.platform == "win32":  # pragma: no cover
+            msvcrt.locking(fd, msvcrt.LK_NBRLCK, 1)
+        else:
+            cmd = fcntl.F_OFD_SETLK if _LINUX else fcntl.F_SETLK
+            fcntl.fcntl(fd, cmd, _flock_bytes(fcntl.F_RDLCK))
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
 def acquire(path: str) -> int | None:
     """Take the lock without waiting; return the descriptor that holds it, or None if busy.
 

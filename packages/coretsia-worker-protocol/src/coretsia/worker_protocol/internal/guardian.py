@@ -117,6 +117,15 @@ class Exited:
 
 
 @attrs.frozen(kw_only=True)
+class GenerationFailed:
+    """Guardian to supervisor: the generation broke (the proc host died): fail the pool."""
+
+    TAG: ClassVar[str] = "generation-failed"
+    version: Literal[1] = 1
+    reason: Reason
+
+
+@attrs.frozen(kw_only=True)
 class Shutdown:
     """Supervisor to guardian: run the bounded shutdown of the whole generation."""
 
@@ -168,6 +177,7 @@ GuardianFrame = (
     | Spawned
     | SpawnFailed
     | Exited
+    | GenerationFailed
     | Shutdown
     | Phase
     | Drained

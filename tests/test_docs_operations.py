@@ -1,0 +1,74 @@
+"""docs/operations.md stays true to the catalogue: every token, every exit code.
+
+The troubleshooting table is generated from ``coretsia.worker_protocol.catalogue``; these
+tests fail when a reason token, a code or an exit status changes without the page.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from coretsia.worker_protocol.catalogue import EXIT_CODES, REASON_CODES, HealthReason, Reason
+from coretsia.worker_protocol.exit_codes import ExitCode
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "operations.md"
+TEXT = DOC.read_text(encoding="utf-8")
+
+TROUBLE_ROW = re.compile(
+    r"^\| `(CORETSIA_WORKER_[A-Z_]+)` \| `(worker-[a-z0-9-]+)` \| (\d+) \|", re.MULTILINE
+)
+"""A troubleshooting row: code, reason token, exit status."""
+
+
+def _section(title: str) -> str:
+    """The text of the ``## title`` section, up to the next ``## `` heading."""
+    start = TEXT.index(f"\n## {title}\n")
+    end = TEXT.find("\n## ", start + 1)
+    return TEXT[start : end if end != -1 else len(TEXT)]
+
+
+def _exit_table_rows() -> dict[int, str]:
+    """First column (an integer) to second column (the name) of the exit-code table."""
+    rows: dict[int, str] = {}
+    for line in _section("Exit codes").splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0].isdigit():
+            rows[int(cells[0])] = cells[1].strip("`")
+    return rows
+
+
+@pytest.mark.parametrize("reason", list(Reason), ids=lambda r: r.value)
+def test_every_reason_token_appears(reason: Reason) -> None:
+    """Each reason token of the catalogue is named on the page."""
+    assert f"`{reason.value}`" in TEXT
+
+
+@pytest.mark.parametrize("code", list(ExitCode), ids=lambda c: c.name)
+def test_every_exit_code_is_in_the_exit_code_table(code: ExitCode) -> None:
+    """Each ExitCode value has its row, under its own name, in the exit-code table."""
+    assert _exit_table_rows().get(int(code)) == code.name
+
+
+def test_exit_code_table_has_no_stale_row() -> None:
+    """The exit-code table lists ExitCode values and nothing else."""
+    assert set(_exit_table_rows()) == {int(code) for code in ExitCode}
+
+
+def test_troubleshooting_rows_match_the_catalogue() -> None:
+    """Every token has exactly one troubleshooting row, with its own code and exit status."""
+    rows = TROUBLE_ROW.findall(_section("Troubleshooting: every error code and reason token"))
+    found = {token: (code, int(status)) for code, token, status in rows}
+    assert len(rows) == len(found), "a token has more than one row"
+    expected = {
+        reason.value: (code.value, int(EXIT_CODES[code])) for reason, code in REASON_CODES.items()
+    }
+    assert found == expected
+
+
+@pytest.mark.parametrize("reason", list(HealthReason), ids=lambda r: r.value)
+def test_every_health_reason_appears(reason: HealthReason) -> None:
+    """Each health reason is explained on the page."""
+    assert f"`{reason.value}`" in TEXT
