@@ -53,6 +53,7 @@ from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
 from coretsia.worker_protocol.vocabulary import Driver, ShutdownPhase
 
 _RECHECK_S: Final = 0.05
+_STUCK_RECHECK_S: Final = 1.0
 # A grandchild that dies while its own parent lives sends us no SIGCHLD; during shutdown
 # only, liveness is re-checked at this period as well as on every reap.
 
@@ -109,9 +110,13 @@ class Generation:
 
     async def _watch_host(self, host: ProcBackend) -> None:
         await host.run()
+        # From here on the proc host reports nothing: its workers that are still alive
+        # (dying of their parent-death signal) re-parent to us, a subreaper, and the
+        # reaper reports them; the ones it already reaped are simply gone.
+        ours = {p.pid for p in self._children()}
+        for pid in [pid for pid in self._workers if pid not in ours]:
+            del self._workers[pid]
         if not self._quitting:
-            # The proc host died under us: its workers die with it (parent-death signal)
-            # and re-parent to us as zombies; the generation has failed.
             self.post(GenerationFailed(reason=Reason.PROCESS_HOST_FAILED))
         self.changed()
 
@@ -147,17 +152,20 @@ class Generation:
 
     # -- shutdown -----------------------------------------------------------------------
 
+    def _children(self, *, recursive: bool = False) -> list[psutil.Process]:
+        try:
+            return list(self._me.children(recursive=recursive))
+        except psutil.Error:
+            return []
+
     def _descendants(self) -> list[psutil.Process]:
         """Every live descendant but our own helpers (the proc host)."""
         spare = self._backend.helper_pids() if self._backend is not None else frozenset()
-        try:
-            found = self._me.children(recursive=True)
-        except psutil.Error:
-            return []
+        found = self._children(recursive=True)
         return [p for p in found if p.pid not in spare and _running(p)]
 
     def alive(self) -> bool:
-        """True while any process of the generation is left."""
+        """True while any process of the generation is left (cheap test first)."""
         return bool(self._workers) or bool(self._descendants())
 
     def _signal_all(self, sig: signal.Signals) -> None:
@@ -172,10 +180,10 @@ class Generation:
             except psutil.Error:
                 pass
 
-    async def _until_gone(self) -> None:
+    async def _until_gone(self, recheck_s: float = _RECHECK_S) -> None:
         while self.alive():
             changed = self._changed
-            with trio.move_on_after(_RECHECK_S):
+            with trio.move_on_after(recheck_s):
                 await changed.wait()
 
     async def shutdown(self) -> bool:
@@ -201,8 +209,12 @@ class Generation:
         return clean
 
     async def wait_until_gone(self) -> None:
-        """Wait, unbounded, for a process that survived every phase to disappear."""
-        await self._until_gone()
+        """Wait, unbounded, for a process that survived every phase to disappear.
+
+        A slower re-check than during the phases: this can last, and a descendant scan
+        reads every process of the machine.
+        """
+        await self._until_gone(_STUCK_RECHECK_S)
 
     def close(self) -> None:
         """Release what the generation holds (the locks are released by the caller)."""

@@ -20,10 +20,28 @@ def fork_available() -> bool:
     return sys.platform != "win32" and hasattr(os, "posix_spawn") and hasattr(os, "setsid")
 
 
+def proc_available() -> bool:
+    """The proc host can pass each worker its channel: descriptor passing over UNIX sockets.
+
+    Windows has the proc host's Job Object but not yet a readiness channel a worker can
+    inherit (the seed's port + token form), so ``proc`` is refused there for now.
+    """
+    return sys.platform != "win32" and hasattr(socket, "send_fds")
+
+
 def resolve_driver(requested: DriverRequest) -> Driver:
-    """``auto`` is ``fork`` where available; ``proc`` is not built yet on this version."""
-    if requested in (DriverRequest.AUTO, DriverRequest.FORK) and fork_available():
-        return Driver.FORK
+    """``auto`` is ``fork`` where POSIX fork-exec exists, else ``proc``; never a fallback.
+
+    An explicit choice the platform cannot honour is a configuration error, not a quiet
+    switch to the other driver.
+    """
+    if requested is DriverRequest.FORK or requested is DriverRequest.AUTO:
+        if fork_available():
+            return Driver.FORK
+        if requested is DriverRequest.FORK:
+            raise WorkerConfigError("worker.driver", ConfigRule.UNAVAILABLE)
+    if proc_available():
+        return Driver.PROC
     raise WorkerConfigError("worker.driver", ConfigRule.UNAVAILABLE)
 
 

@@ -1,0 +1,1 @@
+"""Coretsia Worker's proc host: the portable ``proc`` driver's owner of worker handles."""

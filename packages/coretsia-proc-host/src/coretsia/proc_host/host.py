@@ -1,0 +1,250 @@
+"""The proc host's one loop: spawn, signal and reap workers for the guardian.
+
+Why it exists in Python: it is the portable driver. It owns each worker's ``Popen``
+handle from its main thread for the worker's whole life (so on Linux the parent-death
+signal of a worker fires only when this process dies), and on Windows it holds every
+worker in a Job Object that kills them when the proc host's handle closes. It needs no
+event loop: one ``select`` over its channel and a SIGCHLD wake-up descriptor, no polling.
+
+Descriptor isolation: the proc host first moves its own three descriptors above 10,
+close-on-exec, and parks ``/dev/null`` on 3, 4 and 5. For each spawn it places the
+worker's channel, the stop pipe and the fence there, passes exactly those, and parks
+``/dev/null`` again; it is single-threaded, so nothing else can spawn in between. No
+worker ever inherits the guardian connection.
+"""
+
+from __future__ import annotations
+
+import collections
+import fcntl
+import os
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+from typing import Final, Protocol
+
+from coretsia.proc_host._version import __version__
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.exceptions import ProtocolError
+from coretsia.worker_protocol.framing import LineFramer, Need
+from coretsia.worker_protocol.internal.exit_kind import from_returncode
+from coretsia.worker_protocol.internal.guardian import (
+    Exited,
+    Refused,
+    Spawn,
+    Spawned,
+    SpawnFailed,
+    Welcome,
+)
+from coretsia.worker_protocol.internal.proc_host import (
+    HostHello,
+    ProcHostFrame,
+    Quit,
+    Signal,
+    SignalName,
+    decode_proc_host_frame,
+    encode_proc_host_frame,
+)
+from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
+
+CHANNEL_FD: Final = 3
+STOP_FD: Final = 4
+FENCE_FD: Final = 5
+_HIGH_FD: Final = 10
+_HANDSHAKE_TIMEOUT_S: Final = 30.0
+_MAX_FDS: Final = 8
+
+
+def _move_high(fd: int) -> int:
+    high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _HIGH_FD)
+    os.close(fd)
+    return high
+
+
+def _reserve_slots() -> None:
+    """Park close-on-exec ``/dev/null`` on 3, 4 and 5 between spawns.
+
+    Every descriptor the process opens (its selector, its wake-up pipe, a received
+    channel) then lands above 5, so placing a worker's descriptors there for a spawn can
+    never clobber one of ours.
+    """
+    null = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    for slot in (CHANNEL_FD, STOP_FD, FENCE_FD):
+        if slot != null:
+            os.dup2(null, slot, inheritable=False)
+    if null not in (CHANNEL_FD, STOP_FD, FENCE_FD):
+        os.close(null)
+
+
+def _noop(_signum: int, _frame: object) -> None:
+    """SIGCHLD's handler: the wake-up descriptor does the work."""
+
+
+class Host:
+    """The proc host's state: its channel and the workers it owns."""
+
+    def __init__(self) -> None:
+        self._sock = socket.socket(fileno=_move_high(CHANNEL_FD))
+        self._stop = _move_high(STOP_FD)
+        self._fence = _move_high(FENCE_FD)
+        _reserve_slots()
+        self._framer = LineFramer()
+        self._fds: collections.deque[int] = collections.deque()
+        self._workers: dict[int, subprocess.Popen[bytes]] = {}
+        self._env = {**os.environ, PARENT_PID_ENV: str(os.getpid())}
+        self._wake_read, wake_write = os.pipe()
+        os.set_blocking(wake_write, False)
+        signal.set_wakeup_fd(wake_write)
+        signal.signal(signal.SIGCHLD, _noop)
+        self._job = _job_object()
+
+    # -- channel ------------------------------------------------------------------------
+
+    def _send(self, frame: ProcHostFrame) -> None:
+        try:
+            self._sock.sendall(encode_proc_host_frame(frame))
+        except OSError:
+            pass  # the guardian is gone; the loop sees the end of the channel next
+
+    def _receive_some(self) -> bool:
+        """Read what is available; False at the end of the channel."""
+        flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+        data, fds, _flags, _addr = socket.recv_fds(self._sock, 65536, _MAX_FDS, flags)
+        self._fds.extend(fds)
+        self._framer.receive_data(data)
+        return bool(data)
+
+    def _frames(self) -> list[ProcHostFrame]:
+        frames = []
+        while isinstance(frame := self._framer.next_frame(), bytes):
+            frames.append(decode_proc_host_frame(frame))
+        return frames
+
+    def handshake(self) -> bool:
+        """Answer the guardian's ``host-hello``; False if it must be refused."""
+        self._sock.settimeout(_HANDSHAKE_TIMEOUT_S)
+        while (frame := self._framer.next_frame()) is Need.DATA:
+            if not self._receive_some():
+                return False
+        self._sock.settimeout(None)
+        if not isinstance(frame, bytes):
+            return False
+        hello = decode_proc_host_frame(frame)
+        if not isinstance(hello, HostHello):
+            return False
+        if hello.peer_version != __version__:
+            self._send(Refused(reason=Reason.PEER_VERSION_MISMATCH))
+            return False
+        self._send(Welcome(peer_version=__version__, pid=os.getpid()))
+        return True
+
+    # -- workers ------------------------------------------------------------------------
+
+    def _spawn(self, frame: Spawn) -> None:
+        channel_fd = self._fds.popleft() if self._fds else None
+        if channel_fd is None:
+            self._send(SpawnFailed(slot=frame.slot, reason=Reason.CHILD_START_FAILED))
+            return
+        try:
+            for source, target in (
+                (channel_fd, CHANNEL_FD),
+                (self._stop, STOP_FD),
+                (self._fence, FENCE_FD),
+            ):
+                os.dup2(source, target)
+            proc = subprocess.Popen(
+                list(frame.argv),
+                pass_fds=(CHANNEL_FD, STOP_FD, FENCE_FD),
+                close_fds=True,
+                start_new_session=True,
+                env=self._env,
+            )
+        except OSError:
+            self._send(SpawnFailed(slot=frame.slot, reason=Reason.FORK_FAILED))
+            return
+        finally:
+            os.close(channel_fd)
+            _reserve_slots()
+        if self._job is not None:  # pragma: no cover - Windows only
+            self._job.assign(proc)
+        self._workers[frame.slot] = proc
+        self._send(Spawned(slot=frame.slot, pid=proc.pid))
+
+    def _signal(self, frame: Signal) -> None:
+        proc = self._workers.get(frame.slot)
+        if proc is None or proc.returncode is not None:
+            return  # reaped already: its pid may belong to someone else now
+        sig = signal.SIGKILL if frame.signal is SignalName.KILL else signal.SIGTERM
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def _reap(self) -> None:
+        for slot, proc in list(self._workers.items()):
+            code = proc.poll()  # a per-child wait: this process owns only these children
+            if code is not None:
+                del self._workers[slot]
+                self._send(Exited(slot=slot, exit_kind=from_returncode(code)))
+
+    def _kill_all(self) -> None:
+        """Kill and reap every worker (the guardian is gone or asked us to quit)."""
+        for proc in self._workers.values():
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        for proc in self._workers.values():
+            proc.wait()
+        self._workers.clear()
+
+    # -- the loop -----------------------------------------------------------------------
+
+    def serve(self) -> int:
+        """Serve the guardian until ``quit`` or the end of the channel."""
+        selector = selectors.DefaultSelector()
+        selector.register(self._sock, selectors.EVENT_READ)
+        selector.register(self._wake_read, selectors.EVENT_READ)
+        try:
+            while True:
+                for key, _ in selector.select():
+                    if key.fileobj == self._wake_read:
+                        os.read(self._wake_read, 512)
+                        self._reap()
+                        continue
+                    if not self._receive_some():
+                        return 0
+                    for frame in self._frames():
+                        if isinstance(frame, Spawn):
+                            self._spawn(frame)
+                        elif isinstance(frame, Signal):
+                            self._signal(frame)
+                        elif isinstance(frame, Quit):
+                            return 0
+        except (OSError, ProtocolError):
+            return 1
+        finally:
+            self._kill_all()
+
+
+class _JobLike(Protocol):
+    def assign(self, proc: subprocess.Popen[bytes]) -> None: ...
+
+
+def _job_object() -> _JobLike | None:
+    if sys.platform == "win32":  # pragma: no cover - Windows only
+        from coretsia.proc_host._windows import Job
+
+        return Job()
+    return None
+
+
+def run() -> int:
+    """Run the proc host: handshake, then serve; returns the exit status."""
+    host = Host()
+    if not host.handshake():
+        return 1
+    return host.serve()
