@@ -13,12 +13,19 @@ import pytest
 from pools import Supervisor, processes_in, write_root
 
 
+@pytest.fixture(params=["fork", "proc"])
+def driver(request: pytest.FixtureRequest) -> str:
+    """Every lifecycle test runs once per process driver."""
+    value: str = request.param
+    return value
+
+
 @pytest.fixture
-def root() -> Iterator[Path]:
+def root(driver: str) -> Iterator[Path]:
     """A fresh project root with a short path; fails the test if a process is left in it."""
     with tempfile.TemporaryDirectory(prefix="cw-", dir="/tmp") as tmp:
         path = Path(tmp).resolve()
-        write_root(path)
+        write_root(path, driver=driver)
         yield path
         left = processes_in(path)
         for proc in left:

@@ -50,7 +50,7 @@ class TestStartStatusStop:
             assert not (root / name).exists(), name
         assert processes_in(root) == []
 
-    def test_state_file_while_running(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_state_file_while_running(self, root: Path, supervisors, driver: str) -> None:  # type: ignore[no-untyped-def]
         """The state file carries exactly the seed's ten fields and says running."""
         supervisors(root).wait_running()
         state = json.loads((root / "var/tmp/worker.state.json").read_text())
@@ -69,7 +69,7 @@ class TestStartStatusStop:
             ]
         )
         assert state["status"] == "running"
-        assert state["driver"] == "fork"
+        assert state["driver"] == state["driver_requested"] == driver
         assert (root / "var/tmp/worker.lifecycle.json").stat().st_mode & 0o777 == 0o600
         assert (root / "var/tmp/worker.sock").stat().st_mode & 0o777 == 0o600
 

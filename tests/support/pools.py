@@ -105,8 +105,27 @@ def vanishing(ctx):
 '''
 
 
+def _current_driver(root: Path) -> str | None:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        data = tomllib.loads((root / "coretsia.toml").read_text())
+    except FileNotFoundError:
+        return None
+    driver: str | None = data.get("worker", {}).get("driver")
+    return driver
+
+
 def write_root(root: Path, **worker: object) -> Path:
-    """Write ``coretsia.toml`` (its ``[worker]`` table from ``worker``) and the test app."""
+    """Write ``coretsia.toml`` (its ``[worker]`` table from ``worker``) and the test app.
+
+    The driver already configured for this root is kept unless ``driver`` is given, so a
+    test parametrized by driver can rewrite its configuration freely.
+    """
+    if "driver" not in worker and (driver := _current_driver(root)) is not None:
+        worker["driver"] = driver
     settings = {
         "workers": 2,
         "task_source": "lifecycle_app:idle",
@@ -187,6 +206,10 @@ class Supervisor:
     def guardian(self) -> psutil.Process:
         (guardian,) = self._named("coretsia.guardian")
         return guardian
+
+    def proc_host(self) -> psutil.Process:
+        (host,) = self._named("coretsia.proc_host")
+        return host
 
 
 def cli(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

@@ -6,10 +6,10 @@ import os
 
 import trio
 
-from coretsia.guardian import _platform
 from coretsia.guardian._version import __version__
 from coretsia.guardian.channel import FramedChannel
 from coretsia.guardian.runtime import receive_frame, run_generation
+from coretsia.guardian.subreaper import become_subreaper
 from coretsia.worker_protocol import lock
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.internal.guardian import (
@@ -43,7 +43,7 @@ async def _run(channel_fd: int) -> int:
             return 1
         os.umask(hello.umask)
         await _send(channel, Welcome(peer_version=__version__, pid=os.getpid()))
-        _platform.become_subreaper()
+        become_subreaper()
         try:
             lock_fd = lock.acquire(LOCK_PATH)
         except OSError:  # not a busy lock: the file cannot be created or locked at all
@@ -61,7 +61,7 @@ async def _run(channel_fd: int) -> int:
             if fence_fd is None:
                 # The lock was free but a previous generation's workers still hold the
                 # fence (its guardian was killed): no overlap, ever.
-                await _send(channel, Refused(reason=Reason.ALREADY_RUNNING))
+                await _send(channel, Refused(reason=Reason.GENERATION_DRAINING))
                 return 1
             try:
                 await _send(channel, Locked())

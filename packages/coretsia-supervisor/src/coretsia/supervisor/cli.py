@@ -23,6 +23,7 @@ from coretsia.supervisor import output
 from coretsia.supervisor.parser import build_parser
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.exceptions import (
+    WorkerAlreadyRunningError,
     WorkerCommunicationFailedError,
     WorkerConfigError,
     WorkerError,
@@ -51,26 +52,30 @@ def _client(root: str) -> ControlClient:
     return ControlClient(_root(root))
 
 
+def _not_live(exc: WorkerNotRunningError | WorkerAlreadyRunningError, as_json: bool) -> ExitCode:
+    """Report a root with no live supervisor: free, or still draining a killed generation."""
+    status = "not-running" if isinstance(exc, WorkerNotRunningError) else "draining"
+    output.summary({"status": status, "reason": exc.reason.value}, as_json=as_json)
+    return exc.exit_code
+
+
 def cmd_status(args: argparse.Namespace) -> ExitCode:
-    """Print the live state; 0 when a pool answers, 3 when none runs."""
-    as_json = args.json
+    """Print the live state; 0 when a pool answers, 3 when none runs, 1 when draining."""
     try:
         response = _client(args.root).status()
-    except WorkerNotRunningError as exc:
-        output.summary({"status": "not-running", "reason": exc.reason.value}, as_json=as_json)
-        return ExitCode.NOT_RUNNING
-    output.summary(output.summary_fields(response.summary), as_json=as_json)
+    except (WorkerNotRunningError, WorkerAlreadyRunningError) as exc:
+        return _not_live(exc, args.json)
+    output.summary(output.summary_fields(response.summary), as_json=args.json)
     return ExitCode.OK
 
 
 def cmd_health(args: argparse.Namespace) -> ExitCode:
-    """Print health; 0 healthy, 1 unhealthy, 3 not running."""
+    """Print health; 0 healthy, 1 unhealthy or draining, 3 not running."""
     as_json = args.json
     try:
         response = _client(args.root).health()
-    except WorkerNotRunningError as exc:
-        output.summary({"status": "not-running", "reason": exc.reason.value}, as_json=as_json)
-        return ExitCode.NOT_RUNNING
+    except (WorkerNotRunningError, WorkerAlreadyRunningError) as exc:
+        return _not_live(exc, as_json)
     fields = output.summary_fields(response.summary)
     fields.update(
         status="healthy" if response.healthy else "unhealthy",
@@ -104,7 +109,10 @@ def cmd_start(args: argparse.Namespace) -> ExitCode:
 
     import trio
 
+    from coretsia.guardian.subreaper import become_subreaper
     from coretsia.supervisor.supervisor import Supervisor
+
+    become_subreaper()  # what a killed guardian leaves behind comes to us (Linux)
 
     supervisor = Supervisor(root, config, driver, transport, umask, os.environ)
     trio.run(supervisor.run)

@@ -59,6 +59,7 @@ from coretsia.worker_protocol.framing import LineFramer, Need
 from coretsia.worker_protocol.internal.guardian import (
     Drained,
     Exited,
+    GenerationFailed,
     Hello,
     Phase,
     Release,
@@ -120,6 +121,7 @@ class Supervisor:
         self._drained = trio.Event()
         self._drained_clean = False
         self._released = trio.Event()
+        self._lock_released = False
         self._subscribers: list[trio.MemorySendChannel[ControlResponse]] = []
         self._pool = Pool(
             pid=os.getpid(),
@@ -346,7 +348,10 @@ class Supervisor:
                 self._drained_clean = frame.clean
                 self._drained.set()
             elif isinstance(frame, Released):
+                self._lock_released = True
                 self._released.set()
+            elif isinstance(frame, GenerationFailed):
+                self._fail(error_for(frame.reason))
 
     # -- control ------------------------------------------------------------------------
 
@@ -505,11 +510,13 @@ class Supervisor:
                 pass
             with trio.move_on_after(RELEASE_TIMEOUT_S):
                 await self._released.wait()
-            released = not self._guardian_lost or self._released.is_set()
+            released = self._lock_released
             link.close()
             await link.wait_exit()
         else:
             await link.abandon()
+            if self._guardian_lost:
+                await trio.to_thread.run_sync(_sweep_orphans, config.force_kill_timeout_ms / 1000)
         if not (clean and released) and self._failure is None:
             self._fail(WorkerLifecycleFailedError(Reason.SHUTDOWN_FAILED))
         if not cleaned:
@@ -522,3 +529,26 @@ class Supervisor:
             subscriber.close()
         if self._server is not None:
             await self._server.wait_idle(RELEASE_TIMEOUT_S)
+
+
+def _sweep_orphans(budget_s: float) -> None:
+    """Kill and reap what a killed guardian left behind (runs in a worker thread).
+
+    The supervisor is a child subreaper, so every process of the generation that outlived
+    the guardian (workers dying of their parent-death signal, grandchildren that left
+    their process group) is now our descendant. Nothing else is: the supervisor has no
+    other children. psutil checks each process's identity before signalling, and waits
+    for our children by explicit pid, never ``waitpid(-1)``.
+    """
+    import psutil
+
+    try:
+        left = psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return
+    for proc in left:
+        try:
+            proc.kill()
+        except psutil.Error:
+            continue
+    psutil.wait_procs(left, timeout=budget_s)

@@ -10,7 +10,8 @@ error (the seed leaves its shape to the framework), the protocol-violation token
 seed's "strict about unknown keys" needs a name for each way a frame can be wrong), the
 health reasons (the seed asks for a "bounded package-owned health token"), and two start
 failures the seed has no word for: ``worker-peer-version-mismatch`` (the three daemons
-refuse a peer of another version) and ``worker-start-cancelled`` (stopped while starting).
+refuse a peer of another version) and ``worker-start-cancelled`` (stopped while starting),
+and ``worker-generation-draining`` (a killed generation's processes still hold the fence).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class Reason(str, enum.Enum):
     FORK_FAILED = "worker-fork-failed"
     # CORETSIA_WORKER_ALREADY_RUNNING
     ALREADY_RUNNING = "worker-already-running"
+    GENERATION_DRAINING = "worker-generation-draining"
     # CORETSIA_WORKER_COMMUNICATION_FAILED
     COMMUNICATION_FAILED = "worker-communication-failed"
     # CORETSIA_WORKER_NOT_RUNNING
@@ -153,6 +155,7 @@ REASON_CODES: Final[dict[Reason, ErrorCode]] = {
     ),
     Reason.FORK_FAILED: ErrorCode.FORK_FAILED,
     Reason.ALREADY_RUNNING: ErrorCode.ALREADY_RUNNING,
+    Reason.GENERATION_DRAINING: ErrorCode.ALREADY_RUNNING,
     Reason.COMMUNICATION_FAILED: ErrorCode.COMMUNICATION_FAILED,
     Reason.NOT_RUNNING: ErrorCode.NOT_RUNNING,
     Reason.CONFIG_INVALID: ErrorCode.CONFIG_INVALID,
@@ -213,6 +216,9 @@ EXPLANATIONS: Final[dict[Reason, str]] = {
     Reason.FORK_FAILED: "the OS refused to create a process (limits, memory)",
     Reason.ALREADY_RUNNING: "a worker generation of this root is active or still being "
     "cleaned up; stop it first, or wait",
+    Reason.GENERATION_DRAINING: "no supervisor holds the lock, but processes of a previous "
+    "generation (its guardian was killed) are still alive; wait for them to end, or find "
+    "them (they hold var/tmp/worker.generation.lock open) and stop them",
     Reason.COMMUNICATION_FAILED: "the lock is held but the supervisor cannot be reached or "
     "its locator is invalid",
     Reason.NOT_RUNNING: "no worker generation is active for this root",

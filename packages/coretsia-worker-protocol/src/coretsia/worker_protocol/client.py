@@ -4,7 +4,9 @@ This is the package's one I/O module for clients (stdlib sockets only, no trio, 
 psutil, so an exec probe stays fast). It finds a supervisor from a project root exactly
 as seed 000's liveness rules say:
 
-* lifecycle lock free (or absent): not running, :class:`WorkerNotRunningError`;
+* lifecycle lock free (or absent): not running, :class:`WorkerNotRunningError`; unless
+  the generation fence is still held by processes of a generation whose guardian was
+  killed: :class:`WorkerAlreadyRunningError` with ``worker-generation-draining``;
 * lock held, locator missing, unreadable, oversized, a symlink, not mode 0600, not ours
   or schema-invalid: :class:`WorkerCommunicationFailedError`;
 * lock held, endpoint not acceptable (a socket path outside the root, a TCP host other
@@ -33,6 +35,7 @@ from collections.abc import Callable, Iterator
 from typing import Final, TypeVar
 
 from coretsia.worker_protocol import lock
+from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.control import (
     ControlRequest,
     ControlResponse,
@@ -46,12 +49,13 @@ from coretsia.worker_protocol.control import (
 )
 from coretsia.worker_protocol.exceptions import (
     ProtocolError,
+    WorkerAlreadyRunningError,
     WorkerCommunicationFailedError,
     WorkerNotRunningError,
     error_for,
 )
 from coretsia.worker_protocol.framing import LineFramer, Need
-from coretsia.worker_protocol.lifecycle import LOCATOR_PATH, LOCK_PATH
+from coretsia.worker_protocol.lifecycle import FENCE_PATH, LOCATOR_PATH, LOCK_PATH
 from coretsia.worker_protocol.locator import MAX_LOCATOR_BYTES, Locator, decode_locator
 from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
 
@@ -100,6 +104,13 @@ class ControlClient:
     def _probe(self) -> bool:
         try:
             return lock.probe(os.path.join(self._root, LOCK_PATH))
+        except OSError as exc:
+            raise WorkerCommunicationFailedError from exc
+
+    def _draining(self) -> bool:
+        """A free lock but a held fence: a killed generation's processes are still alive."""
+        try:
+            return lock.probe(os.path.join(self._root, FENCE_PATH))
         except OSError as exc:
             raise WorkerCommunicationFailedError from exc
 
@@ -180,6 +191,8 @@ class ControlClient:
         on_progress: Callable[[StopProgress], None] | None,
     ) -> R:
         if not self._probe():
+            if self._draining():
+                raise WorkerAlreadyRunningError(Reason.GENERATION_DRAINING)
             raise WorkerNotRunningError
         locator = self._read_locator()
         budget = timeout if timeout is not None else locator.stop_wait_ms / 1000 + STOP_SLACK_S

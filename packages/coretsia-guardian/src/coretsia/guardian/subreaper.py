@@ -1,4 +1,9 @@
-"""Platform-specific process controls of the guardian, behind one small seam."""
+"""Child subreaper (Linux): orphaned descendants re-parent to us, not to init.
+
+The guardian is one so that grandchildren of workers stay reachable for reaping and
+containment; the supervisor is one so that, should the guardian itself be killed, what it
+left behind re-parents to the supervisor, which then kills and reaps it.
+"""
 
 from __future__ import annotations
 
