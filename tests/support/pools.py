@@ -102,6 +102,34 @@ def forged_readiness(ctx):
 
 def vanishing(ctx):
     os._exit(3)
+
+def _sleep_forever():
+    while True:
+        time.sleep(3600)
+
+class Spawning(IdleSource):
+    """Starts a plain child and a double-forked, setsid escapee before readiness."""
+    def assert_ready(self):
+        import subprocess
+        self.child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                _sleep_forever()
+            os._exit(0)
+
+def spawning(ctx):
+    return Spawning(ctx)
+
+class ForkedHolder(IdleSource):
+    """Forks a child that keeps every inherited descriptor (the fence) and outlives us."""
+    def assert_ready(self):
+        if os.fork() == 0:
+            os.setsid()
+            _sleep_forever()
+
+def forked_holder(ctx):
+    return ForkedHolder(ctx)
 '''
 
 
@@ -178,6 +206,15 @@ class Supervisor:
         self.stdout = self.summary + out.decode()
         self.stderr = err.decode()
         return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL the supervisor and wait for it alone.
+
+        Not :meth:`finish`: that reads stdout and stderr to their end, which the guardian
+        and the workers hold open too, so it would wait for the whole cleanup.
+        """
+        self.proc.kill()
+        self.proc.wait(timeout=30)
 
     def signal(self, sig: int) -> None:
         self.proc.send_signal(sig)

@@ -36,6 +36,10 @@ def main() -> None:
 
         code = run(fd)
     except BaseException:  # noqa: BLE001 - the last line of defence: no traceback, ever
+        if os.environ.get("CORETSIA_DEBUG") == "1":  # unsafe: a traceback may leak
+            import traceback
+
+            traceback.print_exc()
         code = 1
     sys.stdout.flush()
     os._exit(code)
