@@ -157,7 +157,8 @@ class TestGenerationFence:
         supervisor.wait_running()
         wait_for(lambda: len(processes_in(root)) >= 3)  # guardian, worker, its child
         guardian = supervisor.guardian()
-        (worker,) = supervisor.workers()
+        helpers = {guardian.pid, *(p.pid for p in guardian.children())}
+        (worker,) = [w for w in supervisor.workers() if w.ppid() in helpers]
         for proc in (psutil.Process(supervisor.proc.pid), guardian):
             proc.send_signal(signal.SIGKILL)
         supervisor.proc.wait(timeout=30)
