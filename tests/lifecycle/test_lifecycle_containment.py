@@ -157,7 +157,7 @@ class TestGenerationFence:
         supervisor.wait_running()
         wait_for(lambda: len(processes_in(root)) >= 3)  # guardian, worker, its child
         guardian = supervisor.guardian()
-        helpers = {guardian.pid, *(p.pid for p in guardian.children())}
+        helpers = {guardian.pid, *(p.pid for p in supervisor._named("coretsia.proc_host"))}
         (worker,) = [w for w in supervisor.workers() if w.ppid() in helpers]
         for proc in (psutil.Process(supervisor.proc.pid), guardian):
             proc.send_signal(signal.SIGKILL)
