@@ -7,6 +7,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+import psutil
 from pools import (
     SUPERVISOR,
     Supervisor,
@@ -88,6 +89,15 @@ class TestStartStatusStop:
         supervisor.wait_running()
         supervisor.signal(signal.SIGINT)
         assert supervisor.finish() == 0
+        assert wait_gone(root) == []
+
+    def test_sigterm_to_the_whole_tree_at_once(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A service manager signalling every process at once still gets a graceful stop."""
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        for proc in [*supervisor.workers(), psutil.Process(supervisor.proc.pid)]:
+            proc.send_signal(signal.SIGTERM)
+        assert supervisor.finish() == 0, supervisor.stderr
         assert wait_gone(root) == []
 
     def test_guardian_ignores_terminal_signals(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]

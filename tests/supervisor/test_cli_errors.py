@@ -62,7 +62,9 @@ def test_missing_root_is_a_config_error(capsys, tmp_path: Path) -> None:  # type
     assert info.value.code == 6
     err = capsys.readouterr().err
     assert str(tmp_path) not in err
-    assert err.startswith("CORETSIA_WORKER_CONFIG_INVALID")
+    assert err == (
+        "CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid (key --root, rule file-missing)\n"
+    )
 
 
 def test_usage_error_exits_2(capsys) -> None:  # type: ignore[no-untyped-def]

@@ -90,6 +90,7 @@ LAUNCHER_MODULE: Final = "coretsia.supervisor.launcher"
 RELEASE_TIMEOUT_S: Final = 5.0
 SHUTDOWN_SLACK_S: Final = 5.0
 _LAST_WORDS_S: Final = 1.0
+_GROUP_SIGNAL_GRACE_S: Final = 0.5
 
 
 class Supervisor:
@@ -296,7 +297,14 @@ class Supervisor:
         """
         with trio.move_on_after(_LAST_WORDS_S):
             await slot.channel_closed.wait()
-        if self._stopping:
+        if exit_kind == "signal-term":
+            # A service manager that signals the whole group (systemd's default
+            # KillMode=control-group, a terminal's process group) reaches the workers and
+            # the supervisor at the same instant: give our own SIGTERM a moment to land,
+            # so a graceful stop is not misread as a crash.
+            with trio.move_on_after(_GROUP_SIGNAL_GRACE_S):
+                await self._pool.wait_until(lambda: self._stop_requested)
+        if self._stopping or self._stop_requested:
             return
         if slot.retiring and exit_kind == "exit-0":
             # A clean retirement (max_requests), even before every other slot is ready.

@@ -107,7 +107,7 @@ class WorkerNotRunningError(WorkerError, ProcessLookupError):
     code = ErrorCode.NOT_RUNNING
 
 
-_SAFE_KEY: Final = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\[\]-]{0,63}")
+_SAFE_KEY: Final = re.compile(r"(--)?[A-Za-z0-9_][A-Za-z0-9_.\[\]-]{0,63}")
 
 
 class WorkerConfigError(WorkerError, ValueError):
