@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 
 import pytest
-from pools import cli, lock_held, processes_in, wait_gone, write_root
+from pools import cli, lock_held, processes_in, wait_for, wait_gone, write_root
 
 
 def _fails_with(supervisors, root: Path, expected: str) -> None:  # type: ignore[no-untyped-def]
@@ -107,3 +108,31 @@ def test_tcp_control_transport(root: Path, supervisors, transport: str) -> None:
     assert not (root / "var/tmp/worker.sock").exists()
     assert cli(root, "stop").returncode == 0
     assert supervisor.finish() == 0
+
+
+class TestSerializedRecycle:
+    def test_never_two_slots_out_at_once(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """With even load, recycles never overlap: at most one slot is ever not ready."""
+        write_root(root, task_source="lifecycle_app:logged", workers=4, max_requests=20)
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        log = root / "recycle.log"
+
+        def exits() -> int:
+            return log.read_text().count("exit") if log.exists() else 0
+
+        wait_for(lambda: exits() >= 12, timeout=60)
+        assert cli(root, "stop").returncode == 0
+        assert supervisor.finish() == 0
+        events = [line.split() for line in log.read_text().splitlines()]
+        out: dict[str, float] = {}
+        gaps: list[tuple[float, float]] = []
+        for event, slot, stamp in sorted(events, key=lambda e: float(e[2])):
+            if event == "exit":
+                out[slot] = float(stamp)
+            elif slot in out:
+                gaps.append((out.pop(slot), float(stamp)))
+        assert len(gaps) >= 8
+        gaps.sort()
+        for (_, end), (start, _) in itertools.pairwise(gaps):
+            assert start >= end, "two slots were out of service at the same time"

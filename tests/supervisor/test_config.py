@@ -195,7 +195,7 @@ def test_generation_dict_is_plain_json_of_every_field(tmp_path: Path) -> None:
     assert snapshot["driver"] == "proc"
     assert snapshot["control_transport"] == "tcp"
     assert snapshot["app_path"] == [".", "src", "lib/vendored"]
-    assert all(type(v) in (int, str, bool, list, type(None)) for v in snapshot.values())
+    assert all(type(v) in (int, str, bool, list, dict, type(None)) for v in snapshot.values())
     assert json.loads(json.dumps(snapshot)) == snapshot
     assert PoolConfig().to_generation_dict()["task_source"] is None
 
@@ -356,7 +356,13 @@ CASES: list[tuple[str, str, ConfigRule]] = [
     # task_source
     ("task_source = 1", "worker.task_source", ConfigRule.WRONG_TYPE),
     ("task_source = ['a:b']", "worker.task_source", ConfigRule.WRONG_TYPE),
-    ("task_source = 'myapp.sources'", "worker.task_source", ConfigRule.INVALID_TARGET),
+    ("task_source = 'my app'", "worker.task_source", ConfigRule.INVALID_TARGET),
+    ("task_source = '-sqlite'", "worker.task_source", ConfigRule.INVALID_TARGET),
+    ("hooks.before = ['not a target']", "worker.hooks.before[0]", ConfigRule.INVALID_TARGET),
+    ("hooks.reset = [1]", "worker.hooks.reset[0]", ConfigRule.WRONG_TYPE),
+    ("hooks.after = 'mod:fn'", "worker.hooks.after", ConfigRule.WRONG_TYPE),
+    ("hooks.during = []", "worker.hooks.during", ConfigRule.UNKNOWN_KEY),
+    ("source_options.database = 1.5", "worker.source_options.database", ConfigRule.WRONG_TYPE),
     ("task_source = 'a:b:c'", "worker.task_source", ConfigRule.INVALID_TARGET),
     ("task_source = '1a:b'", "worker.task_source", ConfigRule.INVALID_TARGET),
     ("task_source = 'a:1b'", "worker.task_source", ConfigRule.INVALID_TARGET),
@@ -530,7 +536,8 @@ def test_a_config_error_is_reported_before_an_invalid_task_type() -> None:
 LEAKS: list[tuple[str, type[Exception]]] = [
     (f"workers = '{SECRET}'", WorkerConfigError),
     (f"max_requests = '{SECRET}'", WorkerConfigError),
-    (f"task_source = '{SECRET}'", WorkerConfigError),
+    (f"task_source = '{SECRET} x'", WorkerConfigError),
+    (f"source_options.database = ['{SECRET}']", WorkerConfigError),
     (f"task_source = 'app:{SECRET}x'", WorkerConfigError),  # hyphen: not an identifier
     (f"app_path = ['/{SECRET}']", WorkerConfigError),
     (f"driver = '{SECRET}'", WorkerConfigError),
@@ -562,7 +569,8 @@ def test_the_offending_value_never_appears_through_parse_config() -> None:
         {"workers": SECRET},
         {"tcp": {"host": SECRET}},
         {"app_path": [".", SECRET + "/../x"]},
-        {"task_source": SECRET},
+        {"task_source": SECRET + " x"},
+        {"source_options": {"key": [SECRET]}},
     ):
         with pytest.raises(WorkerConfigError) as info:
             parse_config(table)

@@ -32,6 +32,7 @@ from coretsia.worker_protocol.worker_channel import (
     Retiring,
     WorkerFrame,
     decode_worker_frame,
+    encode_retire,
 )
 
 if sys.version_info >= (3, 11):
@@ -291,6 +292,8 @@ class Launcher:
         line, self.buffer = self.buffer.split(b"\n", 1)
         frame = decode_worker_frame(line + b"\n")
         self.frames.append(frame)
+        if isinstance(frame, Retiring):
+            self.channel.sendall(encode_retire())  # grant it, as the supervisor does
         return frame
 
     def stop(self) -> None:
@@ -368,7 +371,27 @@ def test_retires_after_max_requests(root: Path) -> None:
     outcome = _launch(root)
     assert (outcome.code, outcome.frames) == (0, [Ready(), Retiring()])
     _quiet(outcome)
-    assert _calls(root) == ["assert_ready"] + ["run", "complete 42"] * 3
+    calls = _calls(root)
+    # It asks after 3 attempts and keeps serving until the grant arrives, then stops.
+    assert calls[:7] == ["assert_ready"] + ["run", "complete 42"] * 3
+    assert calls[1:] == ["run", "complete 42"] * ((len(calls) - 1) // 2)
+
+
+def test_retirement_waits_for_the_grant(root: Path) -> None:
+    publish(root, _spec(task_source="sources:immediate", max_requests=1))
+    with Launcher(root) as launcher:
+        launcher.channel.settimeout(WAIT)
+        assert launcher.next_frame() == Ready()
+        data = b""
+        while b"\n" not in data:
+            data += launcher.channel.recv(4096)
+        assert decode_worker_frame(data) == Retiring()
+        calls_before = len(_calls(root))
+        assert launcher.proc.poll() is None  # still serving: no grant yet
+        launcher.channel.sendall(encode_retire())
+        outcome = launcher.finish()
+        assert outcome.code == 0
+        assert len(_calls(root)) >= calls_before
 
 
 def test_failed_task_is_settled_with_fail_and_counts_as_an_attempt(root: Path) -> None:
@@ -376,7 +399,9 @@ def test_failed_task_is_settled_with_fail_and_counts_as_an_attempt(root: Path) -
     outcome = _launch(root)
     assert (outcome.code, outcome.frames) == (0, [Ready(), Retiring()])
     _quiet(outcome)
-    assert _calls(root) == ["assert_ready"] + ["run", "fail ValueError"] * 2
+    calls = _calls(root)
+    assert calls[:5] == ["assert_ready"] + ["run", "fail ValueError"] * 2
+    assert set(calls[1:]) == {"run", "fail ValueError"}
 
 
 def test_dotted_factory_path_resolves(root: Path) -> None:

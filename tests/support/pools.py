@@ -130,6 +130,24 @@ class ForkedHolder(IdleSource):
 
 def forked_holder(ctx):
     return ForkedHolder(ctx)
+
+def _log(event, slot):
+    line = f"{event} {slot} {time.monotonic()}".encode() + bytes([10])
+    fd = os.open("recycle.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+class Logged(Quick):
+    """Quick tasks; logs its readiness and its clean exit, for the recycle test."""
+    def assert_ready(self):
+        import atexit
+        atexit.register(_log, "exit", self.ctx.slot)
+        _log("ready", self.ctx.slot)
+
+def logged(ctx):
+    return Logged(ctx)
 '''
 
 

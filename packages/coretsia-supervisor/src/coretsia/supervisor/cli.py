@@ -101,10 +101,12 @@ def cmd_start(args: argparse.Namespace) -> ExitCode:
     root = _root(args.root)
     from coretsia.supervisor.config import load_config
     from coretsia.supervisor.drivers import resolve_driver, resolve_transport
+    from coretsia.supervisor.task_sources import generation_spec
 
     config = load_config(root, args.config)
     driver = resolve_driver(config.driver)
     transport = resolve_transport(config.control_transport)
+    spec = generation_spec(config)  # discovery happens here, once, never in a worker
     (root / "var/tmp").mkdir(parents=True, exist_ok=True)
 
     import trio
@@ -114,7 +116,7 @@ def cmd_start(args: argparse.Namespace) -> ExitCode:
 
     become_subreaper()  # what a killed guardian leaves behind comes to us (Linux)
 
-    supervisor = Supervisor(root, config, driver, transport, umask, os.environ)
+    supervisor = Supervisor(root, config, spec, driver, transport, umask, os.environ)
     trio.run(supervisor.run)
     return ExitCode.OK
 

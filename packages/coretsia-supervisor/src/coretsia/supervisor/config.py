@@ -82,6 +82,17 @@ _IDENTIFIER = r"[A-Za-z_][A-Za-z0-9_]*"
 _DOTTED = rf"{_IDENTIFIER}(?:\.{_IDENTIFIER})*"
 _TARGET: Final = re.compile(rf"{_DOTTED}:{_DOTTED}")
 """``module:attr``: a dotted module and a dotted attribute, ASCII identifiers only."""
+_SOURCE_NAME: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+"""The name of an installed task source (its entry point's name), e.g. ``sqlite``."""
+_OPTION_KEY: Final = re.compile(_IDENTIFIER)
+MAX_OPTIONS: Final = 64
+"""Most ``[worker.source_options]`` entries; each is a short scalar."""
+MAX_OPTION_CHARS: Final = 1024
+MAX_HOOKS: Final = 32
+"""Most hooks of one kind (before, after, reset)."""
+HOOK_KINDS: Final = ("before", "after", "reset")
+
+OptionValue = str | int | bool
 
 
 class TaskType(str, enum.Enum):
@@ -125,6 +136,8 @@ _WORKER_KEYS: Final = frozenset(
         "stop_timeout_ms",
         "force_kill_timeout_ms",
         "debug",
+        "source_options",
+        "hooks",
     }
 )
 _CONTROL_KEYS: Final = {"transport": "control_transport"}
@@ -132,7 +145,8 @@ _TCP_KEYS: Final = {"host": "tcp_host", "port": "tcp_port"}
 
 #: The dotted config key of every field, for error messages.
 _KEYS: Final[dict[str, str]] = {
-    **{name: f"worker.{name}" for name in _WORKER_KEYS - {"control", "tcp"}},
+    **{name: f"worker.{name}" for name in _WORKER_KEYS - {"control", "tcp", "hooks"}},
+    **{f"{kind}_hooks": f"worker.hooks.{kind}" for kind in HOOK_KINDS},
     **{field: f"worker.control.{key}" for key, field in _CONTROL_KEYS.items()},
     **{field: f"worker.tcp.{key}" for key, field in _TCP_KEYS.items()},
 }
@@ -140,6 +154,10 @@ _KEYS: Final[dict[str, str]] = {
 
 def _fail(field: str, rule: ConfigRule) -> WorkerConfigError:
     return WorkerConfigError(_KEYS[field], rule)
+
+
+def _is_target(value: str) -> bool:
+    return len(value) <= MAX_TARGET_CHARS and bool(_TARGET.fullmatch(value))
 
 
 def _check_int(field: str, value: object, low: int, high: int) -> None:
@@ -186,7 +204,17 @@ class PoolConfig:
     task_type: TaskType = TaskType.QUEUE
     """Which kind of task source the workers serve."""
     task_source: str | None = None
-    """``module:attr`` of the task-source factory; None: discover by entry point."""
+    """``module:attr`` of the application's own task-source factory, or the name of an
+    installed source (entry point of ``coretsia.worker.task_sources``); None: the one
+    installed source serving ``task_type``."""
+    source_options: tuple[tuple[str, OptionValue], ...] = ()
+    """``[worker.source_options]``: scalars handed to the task source (its database...)."""
+    before_hooks: tuple[str, ...] = ()
+    """``[worker.hooks] before``: ``module:attr`` callables run before each task."""
+    after_hooks: tuple[str, ...] = ()
+    """``[worker.hooks] after``: run after each task, success or failure."""
+    reset_hooks: tuple[str, ...] = ()
+    """``[worker.hooks] reset``: run last in every unit of work (close connections...)."""
     app_path: tuple[str, ...] = (".",)
     """Root-relative directories prepended to each worker's ``sys.path``, in order."""
     driver: DriverRequest = DriverRequest.AUTO
@@ -227,8 +255,10 @@ class PoolConfig:
         _check_int("max_requests", self.max_requests, 1, MAX_REQUESTS)
         if self.task_source is not None:
             target = _check_str("task_source", self.task_source)
-            if len(target) > MAX_TARGET_CHARS or not _TARGET.fullmatch(target):
+            if not _is_target(target) and not _SOURCE_NAME.fullmatch(target):
                 raise _fail("task_source", ConfigRule.INVALID_TARGET)
+        self._check_source_options()
+        self._check_hooks()
         self._check_app_path()
         _check_enum("driver", self.driver, DriverRequest)
         _check_enum("control_transport", self.control_transport, TransportRequest)
@@ -244,6 +274,35 @@ class PoolConfig:
             # Seed 000: an invalid or missing task_type is a Worker-owned lifecycle
             # validation failure, not a configuration error.
             raise WorkerLifecycleFailedError(Reason.INVALID_STATE)
+
+    def _check_source_options(self) -> None:
+        if type(self.source_options) is not tuple or len(self.source_options) > MAX_OPTIONS:
+            raise _fail("source_options", ConfigRule.WRONG_TYPE)
+        for key, value in self.source_options:
+            if type(key) is not str or not _OPTION_KEY.fullmatch(key):
+                raise _fail("source_options", ConfigRule.UNKNOWN_KEY)
+            if type(value) not in (str, int, bool):
+                raise WorkerConfigError(f"worker.source_options.{key}", ConfigRule.WRONG_TYPE)
+            if type(value) is str and len(value) > MAX_OPTION_CHARS:
+                raise WorkerConfigError(f"worker.source_options.{key}", ConfigRule.OUT_OF_RANGE)
+
+    def _check_hooks(self) -> None:
+        for kind in HOOK_KINDS:
+            field = f"{kind}_hooks"
+            hooks = getattr(self, field)
+            if type(hooks) is not tuple or len(hooks) > MAX_HOOKS:
+                raise _fail(field, ConfigRule.WRONG_TYPE)
+            for index, target in enumerate(hooks):
+                key = f"worker.hooks.{kind}[{index}]"
+                if type(target) is not str:
+                    raise WorkerConfigError(key, ConfigRule.WRONG_TYPE)
+                if not _is_target(target):
+                    raise WorkerConfigError(key, ConfigRule.INVALID_TARGET)
+
+    @property
+    def options(self) -> dict[str, OptionValue]:
+        """``source_options`` as a mapping."""
+        return dict(self.source_options)
 
     def _check_app_path(self) -> None:
         if type(self.app_path) is not tuple:
@@ -290,6 +349,8 @@ class PoolConfig:
             value = getattr(self, field.name)
             if isinstance(value, enum.Enum):
                 value = value.value
+            elif field.name == "source_options":
+                value = dict(value)
             elif isinstance(value, tuple):
                 value = list(value)
             out[field.name] = value
@@ -327,9 +388,18 @@ def parse_config(data: Mapping[str, object]) -> PoolConfig:
     tcp = _subtable(data, "tcp")
     _check_keys(tcp, _TCP_KEYS, "worker.tcp.")
 
-    fields: dict[str, Any] = {k: v for k, v in data.items() if k not in ("control", "tcp")}
+    hooks = _subtable(data, "hooks")
+    _check_keys(hooks, frozenset(HOOK_KINDS), "worker.hooks.")
+    options = _subtable(data, "source_options")
+
+    nested = ("control", "tcp", "hooks", "source_options")
+    fields: dict[str, Any] = {k: v for k, v in data.items() if k not in nested}
     fields.update({_CONTROL_KEYS[k]: v for k, v in control.items()})
     fields.update({_TCP_KEYS[k]: v for k, v in tcp.items()})
+    fields["source_options"] = tuple(options.items())
+    for kind in HOOK_KINDS:
+        value = hooks.get(kind, [])
+        fields[f"{kind}_hooks"] = tuple(value) if type(value) is list else value
 
     for field, members in _ENUM_FIELDS.items():
         value = fields.get(field)

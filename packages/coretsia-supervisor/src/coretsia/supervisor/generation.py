@@ -212,10 +212,19 @@ def _remove(path: str) -> None:
 
 
 def load_current(root: str | os.PathLike[str], artifact_root: str) -> dict[str, object]:
-    """Return the spec of the generation ``current`` names, verified, or raise.
+    """Return the spec of the generation ``current`` names, verified, or raise."""
+    return load_current_generation(root, artifact_root)[1]
+
+
+def load_current_generation(
+    root: str | os.PathLike[str], artifact_root: str
+) -> tuple[str, dict[str, object]]:
+    """Return the id and the spec of the generation ``current`` names, verified, or raise.
 
     ``artifact_root`` is the relative path the worker received in argv. This never writes,
     never looks at any generation but the one ``current`` names, and never falls back.
+    The id is unique per ``start`` (a counter follows the fingerprint), so a task source
+    can tell its own generation's leases from a previous one's.
     """
     if not is_safe_relative_path(artifact_root):
         raise GenerationError("artifact root is not a safe relative path")
@@ -247,7 +256,7 @@ def load_current(root: str | os.PathLike[str], artifact_root: str) -> dict[str, 
         raise GenerationError("generation file has the wrong types")
     if fingerprint(spec) != recorded or not gen_id.startswith(recorded[:_PREFIX_LEN]):
         raise GenerationError("generation fingerprint does not match")
-    return spec
+    return gen_id, spec
 
 
 def _load_current_id(base: str) -> str:

@@ -71,6 +71,8 @@ from __future__ import annotations
 import os
 import sys
 
+from coretsia.supervisor.worker_loop import EXIT_CONTRACT, EXIT_FAILURE
+from coretsia.supervisor.worker_loop import WorkerExit as _Exit
 from coretsia.worker_protocol.parent_watch import arm_parent_death, is_decimal, parent_matches
 
 # Not ``from typing import TYPE_CHECKING``: importing typing costs milliseconds on every
@@ -79,9 +81,10 @@ TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     import socket
+    from collections.abc import Mapping
 
     from coretsia.worker_protocol.catalogue import Reason
-    from coretsia.worker_protocol.task_source import Task, TaskSource
+    from coretsia.worker_protocol.task_source import TaskSource
     from coretsia.worker_protocol.worker_channel import WorkerFrame
 
 ARG_PREFIX = "--coretsia-worker-"
@@ -89,24 +92,8 @@ ARGS = ("artifact-root", "slot", "channel-fd", "stop-fd")
 FORBIDDEN_ARGS = ("module-manifest", "config", "container")
 """Seed 000: a child boots from the whole generation, never from individual files."""
 
-EXIT_OK = 0
-EXIT_FAILURE = 1
-EXIT_CONTRACT = 2
 
 _MAX_POLL_MS = 2**31 - 1
-
-
-class _Exit(Exception):
-    """Leave the launcher with ``code``, sending ``failed(reason)`` first when given.
-
-    Raised ``from`` the application's exception when there is one, so that debug mode
-    can print it.
-    """
-
-    def __init__(self, code: int, reason: Reason | None = None) -> None:
-        super().__init__(code)
-        self.code = code
-        self.reason = reason
 
 
 def main() -> None:
@@ -232,13 +219,31 @@ class _Context:
     ``poll``); once seen, stopping is remembered.
     """
 
-    __slots__ = ("_poller", "_slot", "_stop_fd", "_stopping", "_task_type")
+    __slots__ = (
+        "_generation",
+        "_options",
+        "_poller",
+        "_slot",
+        "_stop_fd",
+        "_stopping",
+        "_task_type",
+    )
 
-    def __init__(self, task_type: str, slot: int, stop_fd: int) -> None:
+    def __init__(
+        self,
+        task_type: str,
+        slot: int,
+        stop_fd: int,
+        generation: str,
+        options: dict[str, object],
+    ) -> None:
         import select
+        import types
 
         self._task_type = task_type
         self._slot = slot
+        self._generation = generation
+        self._options = types.MappingProxyType(dict(options))
         self._stop_fd = stop_fd
         self._stopping = False
         self._poller: select.poll | None = None
@@ -253,6 +258,14 @@ class _Context:
     @property
     def slot(self) -> int:
         return self._slot
+
+    @property
+    def generation(self) -> str:
+        return self._generation
+
+    @property
+    def options(self) -> Mapping[str, object]:
+        return self._options
 
     @property
     def stopping(self) -> bool:
@@ -308,14 +321,15 @@ def _serve(
     reporter: _Reporter, root: str, artifact_root: str, slot: int, stop_fd: int, *, armed: bool
 ) -> int:
     """Boot from the generation, resolve the source, report ready, run the loop."""
-    from coretsia.supervisor.generation import GenerationError, load_current
+    from coretsia.supervisor.generation import GenerationError, load_current_generation
+    from coretsia.supervisor.worker_loop import Retirement, resolve_hooks, work
     from coretsia.worker_protocol.catalogue import Reason
-    from coretsia.worker_protocol.worker_channel import Ready
+    from coretsia.worker_protocol.worker_channel import Ready, Retiring
 
     if not armed:  # no parent-death watch: this worker could outlive its generation
         raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
     try:
-        spec = load_current(root, artifact_root)
+        generation, spec = load_current_generation(root, artifact_root)
     except GenerationError as error:
         raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED) from error
     reporter.debug = spec.get("debug") is True
@@ -326,12 +340,23 @@ def _serve(
         raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
     if slot >= workers:
         raise _Exit(EXIT_CONTRACT)
+    options = spec.get("source_options", {})
+    if not isinstance(options, dict):
+        raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
     _extend_path(root, spec.get("app_path"))
-    context = _Context(str(task_type), slot, stop_fd)
+    context = _Context(str(task_type), slot, stop_fd, generation, options)
+    hooks = resolve_hooks(spec)
     source = _resolve_source(spec.get("task_source"), context)
     reporter.send(Ready())
     reporter.ready = True
-    return _work(reporter, source, context, max_requests)
+    return work(
+        source,
+        context,
+        max_requests,
+        hooks,
+        Retirement(reporter.channel),
+        lambda: reporter.send(Retiring()),
+    )
 
 
 def _positive_int(spec: dict[str, object], key: str) -> int:
@@ -391,58 +416,6 @@ def _resolve_source(target: object, context: _Context) -> TaskSource:
     except Exception as error:
         raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_NOT_READY) from error
     return source  # type: ignore[no-any-return]
-
-
-def _work(reporter: _Reporter, source: TaskSource, context: _Context, max_requests: int) -> int:
-    """The sequential worker loop: receive, one unit of work, until stop or retirement."""
-    from coretsia.worker_protocol.catalogue import Reason
-    from coretsia.worker_protocol.worker_channel import Retiring
-
-    attempts = 0
-    while not context.stopping:
-        try:
-            task = source.receive()
-        except Exception as error:
-            raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_RECEIVE_FAILED) from error
-        if task is None:
-            if context.wait_for_stop(0):
-                break
-            raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_TERMINATED)
-        attempts += 1  # seed 000: max_requests counts acquired attempts, failed ones too
-        _run_unit(task)
-        if attempts >= max_requests:
-            reporter.send(Retiring())
-            break
-    return EXIT_OK
-
-
-def _run_unit(task: Task) -> None:
-    """One unit of work: run the task, then settle it exactly once.
-
-    The place where the UnitOfWork lifecycle will wrap the task (seed 000: begin, before
-    hooks, task, after hooks, reset). Settlement follows the SPI: ``complete(result)`` on
-    success, ``fail(error)`` with the original exception on failure, and a failing
-    ``complete`` is a settlement failure that never falls through to ``fail``.
-    """
-    run = task.run  # a task without run() is not a task: an unexpected failure
-    try:
-        result = run()
-    except Exception as error:  # noqa: BLE001 - any task failure is settled with fail()
-        try:
-            task.fail(error)
-        except Exception as failure:
-            raise _settlement_failed() from failure
-        return
-    try:
-        task.complete(result)
-    except Exception as failure:
-        raise _settlement_failed() from failure
-
-
-def _settlement_failed() -> _Exit:
-    from coretsia.worker_protocol.catalogue import Reason
-
-    return _Exit(EXIT_FAILURE, Reason.TASK_SETTLEMENT_FAILED)
 
 
 if __name__ == "__main__":

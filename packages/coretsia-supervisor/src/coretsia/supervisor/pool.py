@@ -35,6 +35,8 @@ class Slot:
     retiring: bool = False
     channel_closed: trio.Event = attrs.field(factory=trio.Event)
     """Set when the current worker's channel reached its end: every frame was read."""
+    channel: trio.socket.SocketType | None = None
+    """The supervisor's end of the current worker's channel (for the ``retire`` grant)."""
 
 
 @attrs.define

@@ -20,6 +20,7 @@ Failures while starting or running end in the same shutdown, then the failure is
 
 from __future__ import annotations
 
+import collections
 import math
 import os
 import secrets
@@ -82,6 +83,7 @@ from coretsia.worker_protocol.worker_channel import (
     Retiring,
     ShutdownRequest,
     decode_worker_frame,
+    encode_retire,
 )
 
 LAUNCHER_MODULE: Final = "coretsia.supervisor.launcher"
@@ -100,6 +102,7 @@ class Supervisor:
         self,
         root: Path,
         config: PoolConfig,
+        spec: Mapping[str, object],
         driver: Driver,
         transport: Transport,
         umask: int,
@@ -107,6 +110,7 @@ class Supervisor:
     ) -> None:
         self._root = root
         self._config = config
+        self._spec = spec
         self._driver = driver
         self._transport = transport
         self._umask = umask
@@ -133,6 +137,8 @@ class Supervisor:
         )
         self._nursery: trio.Nursery | None = None
         self._artifact_root = ""
+        self._retire_queue: collections.deque[Slot] = collections.deque()
+        self._recycling: Slot | None = None
 
     # -- the whole run ------------------------------------------------------------------
 
@@ -165,7 +171,7 @@ class Supervisor:
         )
         self._link = await GuardianLink.launch(self._root, hello, guardian_env(self._environ))
         nursery.start_soon(self._guardian_events, self._link)
-        self._artifact_root = generation.publish(self._root, config.to_generation_dict())
+        self._artifact_root = generation.publish(self._root, self._spec)
         self._remove(
             LOCATOR_PATH,
             LOCATOR_TMP_PATH,
@@ -232,7 +238,8 @@ class Supervisor:
             await self._link.send(Spawn(slot=slot.index, argv=self._argv(slot)), (theirs.fileno(),))
         finally:
             theirs.close()
-        self._nursery.start_soon(self._read_worker, slot, trio.socket.from_stdlib_socket(ours))
+        slot.channel = trio.socket.from_stdlib_socket(ours)
+        self._nursery.start_soon(self._read_worker, slot, slot.channel)
 
     async def _read_worker(self, slot: Slot, sock: trio.socket.SocketType) -> None:
         closed = slot.channel_closed
@@ -271,7 +278,10 @@ class Supervisor:
         elif isinstance(frame, Failed):
             slot.failed_reason = frame.reason
         elif isinstance(frame, Retiring):
-            slot.retiring = True
+            if not slot.retiring:
+                slot.retiring = True
+                self._retire_queue.append(slot)
+                self._grant_retirement()
         elif isinstance(frame, ShutdownRequest):
             self._request_stop()
         self._pool.changed()
@@ -317,19 +327,42 @@ class Supervisor:
         else:
             self._fail(WorkerLifecycleFailedError(Reason.CHILD_EXITED))
 
+    def _grant_retirement(self) -> None:
+        """Let the next worker that asked retire, if no slot is being recycled now.
+
+        One at a time: a pool of N never has more than one slot out of service for a
+        recycle, however the workers' request counts line up.
+        """
+        while self._recycling is None and self._retire_queue and not self._stopping:
+            slot = self._retire_queue.popleft()
+            if slot.state is not SlotState.READY or slot.channel is None:
+                continue
+            self._recycling = slot
+            assert self._nursery is not None
+            self._nursery.start_soon(self._send_retire, slot.channel)
+
+    async def _send_retire(self, channel: trio.socket.SocketType) -> None:
+        try:
+            await channel.send(encode_retire())
+        except OSError:
+            pass  # the worker is gone already; its exit is judged on its own
+
     async def _recycle(self, slot: Slot) -> None:
         """Replace a retired worker with a fresh boot of the current generation."""
         try:
             await self._spawn(slot)
+            with trio.move_on_after(self._config.start_timeout_ms / 1000):
+                await self._pool.wait_until(
+                    lambda: slot.state is not SlotState.SPAWNING or self._stopping
+                )
+            if slot.state is SlotState.SPAWNING and not self._stopping:
+                self._fail(WorkerStartFailedError(Reason.READINESS_TIMEOUT))
         except WorkerError as exc:
             self._fail(exc)
-            return
-        with trio.move_on_after(self._config.start_timeout_ms / 1000):
-            await self._pool.wait_until(
-                lambda: slot.state is not SlotState.SPAWNING or self._stopping
-            )
-        if slot.state is SlotState.SPAWNING and not self._stopping:
-            self._fail(WorkerStartFailedError(Reason.READINESS_TIMEOUT))
+        finally:
+            if self._recycling is slot:
+                self._recycling = None
+            self._grant_retirement()
 
     # -- the guardian -------------------------------------------------------------------
 

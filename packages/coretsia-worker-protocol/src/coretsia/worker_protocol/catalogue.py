@@ -11,7 +11,8 @@ seed's "strict about unknown keys" needs a name for each way a frame can be wron
 health reasons (the seed asks for a "bounded package-owned health token"), and two start
 failures the seed has no word for: ``worker-peer-version-mismatch`` (the three daemons
 refuse a peer of another version) and ``worker-start-cancelled`` (stopped while starting),
-and ``worker-generation-draining`` (a killed generation's processes still hold the fence).
+``worker-generation-draining`` (a killed generation's processes still hold the fence), and
+the hook failures ``worker-task-hook-failed`` and ``worker-task-reset-failed``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,8 @@ class Reason(str, enum.Enum):
     TASK_SOURCE_TERMINATED = "worker-task-source-terminated"
     TASK_SOURCE_RECEIVE_FAILED = "worker-task-source-receive-failed"
     TASK_SETTLEMENT_FAILED = "worker-task-settlement-failed"
+    TASK_HOOK_FAILED = "worker-task-hook-failed"
+    TASK_RESET_FAILED = "worker-task-reset-failed"
     CHILD_EXITED = "worker-child-exited"
     SHUTDOWN_FAILED = "worker-shutdown-failed"
     RUNTIME_CLEANUP_FAILED = "worker-runtime-cleanup-failed"
@@ -144,6 +147,8 @@ REASON_CODES: Final[dict[Reason, ErrorCode]] = {
             Reason.TASK_SOURCE_TERMINATED,
             Reason.TASK_SOURCE_RECEIVE_FAILED,
             Reason.TASK_SETTLEMENT_FAILED,
+            Reason.TASK_HOOK_FAILED,
+            Reason.TASK_RESET_FAILED,
             Reason.CHILD_EXITED,
             Reason.SHUTDOWN_FAILED,
             Reason.RUNTIME_CLEANUP_FAILED,
@@ -205,6 +210,10 @@ EXPLANATIONS: Final[dict[Reason, str]] = {
     Reason.TASK_SOURCE_TERMINATED: "receive() returned None outside shutdown",
     Reason.TASK_SOURCE_RECEIVE_FAILED: "the task source's receive() raised",
     Reason.TASK_SETTLEMENT_FAILED: "complete() or fail() of a task raised",
+    Reason.TASK_HOOK_FAILED: "an after hook raised: the unit of work is left unsettled (a "
+    "queue message stays leased and is recovered by the next generation)",
+    Reason.TASK_RESET_FAILED: "a reset hook raised: the worker cannot promise a clean state "
+    "for the next task, so it stops",
     Reason.CHILD_EXITED: "a worker exited unexpectedly while the pool was running",
     Reason.SHUTDOWN_FAILED: "a worker survived every shutdown phase (SIGKILL included); the "
     "lock stays held until it is gone",

@@ -26,7 +26,7 @@ The contract, in the order the worker uses it:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
 
@@ -41,6 +41,17 @@ class TaskSourceContext(Protocol):
     @property
     def slot(self) -> int:
         """The worker's slot index in the pool (0-based; stable across recycles)."""
+
+    @property
+    def generation(self) -> str:
+        """The id of the generation this worker booted from; unique per ``start``.
+
+        A durable source uses it to recover what a previous generation left leased.
+        """
+
+    @property
+    def options(self) -> Mapping[str, object]:
+        """The ``[worker.source_options]`` table (strings, integers, booleans), read-only."""
 
     @property
     def stopping(self) -> bool:

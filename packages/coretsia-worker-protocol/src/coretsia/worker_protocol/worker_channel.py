@@ -14,7 +14,9 @@ Frames, in the order a worker may send them:
 * ``ready``: booted, task source resolved, ``assert_ready`` passed. Exactly once.
 * ``failed``: a terminal reason token, sent before a non-zero exit, so the operator sees
   why a worker died (before or after readiness).
-* ``retiring``: ``max_requests`` reached; a clean exit follows and the slot is recycled.
+* ``retiring``: ``max_requests`` reached; the worker asks to retire and keeps serving
+  until the supervisor answers ``retire`` (one slot recycles at a time, so capacity never
+  drops by more than one), then exits cleanly and the slot is recycled.
 * ``shutdown-request``: the worker asks for the whole pool to stop (seed 003's
   ``pool.shutdown()``).
 """
@@ -60,6 +62,30 @@ class ShutdownRequest:
 
 
 WorkerFrame = Ready | Failed | Retiring | ShutdownRequest
+
+
+@dataclass(frozen=True, slots=True)
+class Retire:
+    """Supervisor to worker: your turn to retire; exit cleanly after the current task."""
+
+
+def encode_retire() -> bytes:
+    """The one frame the supervisor sends a worker."""
+    return s.dumps({"type": "retire", "version": WORKER_CHANNEL_VERSION}) + b"\n"
+
+
+def decode_supervisor_frame(line: bytes) -> Retire:
+    """Decode a frame from the supervisor; anything off is a RemoteProtocolError."""
+    return s.decode_checked(line, _read_supervisor, MAX_FRAME_BYTES)
+
+
+def _read_supervisor(obj: s.JsonObject) -> Retire:
+    s.check_version(obj, WORKER_CHANNEL_VERSION)
+    s.check_keys(obj, _BASE)
+    if obj["type"] != "retire":
+        raise s.FieldError(Reason.FRAME_UNKNOWN_TYPE, "$.type")
+    return Retire()
+
 
 _BASE: Final = frozenset({"version", "type"})
 

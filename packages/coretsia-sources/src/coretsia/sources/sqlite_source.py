@@ -1,0 +1,236 @@
+"""The ``sqlite`` task source: a pool of queue workers fed by :mod:`.sqlite_queue`.
+
+Installed as the entry point ``sqlite`` of the group ``coretsia.worker.task_sources``; it
+serves the task type ``queue``. Configure it in ``coretsia.toml``::
+
+    [worker]
+    task_type = "queue"
+
+    [worker.source_options]
+    database = "var/queue.sqlite3"   # relative to the project root; the default
+    handler = "myapp.jobs:handle"    # required: called with each payload (a str)
+    max_attempts = 3                 # failed attempts before a message is `failed`
+
+and add work with ``coretsia-sqlite-queue enqueue --db var/queue.sqlite3 PAYLOAD...`` or
+:meth:`SqliteQueue.enqueue <coretsia.sources.sqlite_queue.SqliteQueue.enqueue>` from the
+application. A handler that returns settles the message ``done``; one that raises
+records a failed attempt (retried at once by the next free worker, until
+``max_attempts``). The handler's return value is passed to ``complete`` and not stored.
+
+Each worker builds its own source (``make_source`` runs in the worker process, after the
+application's import path is set up), so the handler is imported there, once.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import weakref
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Final
+
+from coretsia.sources.sqlite_queue import Message, QueueError, SqliteQueue, Waiter
+
+if TYPE_CHECKING:  # the SPI is typing only: nothing of it is needed at run time
+    from coretsia.worker_protocol.task_source import TaskSourceContext
+
+TASK_TYPE: Final = "queue"
+DEFAULT_DATABASE: Final = "var/queue.sqlite3"
+DEFAULT_MAX_ATTEMPTS: Final = 3
+RECHECK_SECONDS: Final = 5.0
+"""With notifications: how often an idle worker looks anyway, in case a poke was missed."""
+FALLBACK_RECHECK_SECONDS: Final = 1.0
+"""Without notifications (no socket could be bound): how often an idle worker looks."""
+UNKNOWN_GENERATION: Final = "unknown"
+_OPTIONS: Final = frozenset({"database", "handler", "max_attempts"})
+
+Handler = Callable[[str], object]
+
+
+class SourceOptionError(ValueError):
+    """A ``[worker.source_options]`` key is missing or breaks a rule (the value is not shown)."""
+
+    def __init__(self, key: str, rule: str) -> None:
+        super().__init__(f"worker.source_options.{key}: {rule}")
+        self.key = key
+        self.rule = rule
+
+
+class SqliteTask:
+    """One leased message; settled exactly once by ``complete`` or ``fail``."""
+
+    __slots__ = ("_handler", "_max_attempts", "_queue", "message")
+
+    def __init__(
+        self, queue: SqliteQueue, message: Message, handler: Handler, max_attempts: int
+    ) -> None:
+        self._queue = queue
+        self._handler = handler
+        self._max_attempts = max_attempts
+        self.message = message
+
+    def run(self) -> object:
+        """Call the handler with the payload; its return value is the task's result."""
+        return self._handler(self.message.payload)
+
+    def complete(self, result: object) -> None:
+        """Acknowledge: the message is done (raises if this lease was already settled)."""
+        self._queue.ack(self.message)
+
+    def fail(self, error: BaseException) -> None:
+        """Record the failed attempt; the message is retried or, at the limit, failed."""
+        self._queue.fail(self.message, self._max_attempts, error=_describe(error))
+
+
+class SqliteSource:
+    """The task source of one worker: leases messages for its generation, one at a time.
+
+    On construction it recovers the leases left by earlier generations (the lifecycle
+    lock guarantees their workers are gone), counting each as an interrupted attempt.
+    While idle it waits on the queue's poke socket and the pool's stop descriptor
+    together: new work and a cooperative stop both wake it at once.
+    """
+
+    def __init__(
+        self,
+        context: TaskSourceContext,
+        queue: SqliteQueue,
+        handler: Handler,
+        *,
+        generation: str,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    ) -> None:
+        self._context = context
+        self._queue = queue
+        self._handler = handler
+        self._generation = generation
+        self._max_attempts = max_attempts
+        if generation != UNKNOWN_GENERATION:
+            # Without a generation id the source cannot tell a dead lease from a live one
+            # of a sibling worker, so it recovers nothing rather than risk a double run.
+            queue.recover(generation, max_attempts=max_attempts)
+        # Bound before the first look at the queue: no poke can fall between the two.
+        self._waiter: Waiter = queue.waiter(context.stop_fileno())
+        # Closed at interpreter exit too, so a cleanly exiting worker leaves no socket.
+        self._finalizer = weakref.finalize(self, _close, self._waiter, queue)
+
+    @property
+    def queue(self) -> SqliteQueue:
+        """The queue this source leases from."""
+        return self._queue
+
+    @property
+    def notifying(self) -> bool:
+        """True when enqueues wake this worker at once (False: it re-checks every second)."""
+        return self._waiter.notifying
+
+    def assert_ready(self) -> None:
+        """Raise unless the database answers and holds the queue schema."""
+        self._queue.check()
+
+    def receive(self) -> SqliteTask | None:
+        """The next message as a task; None only once a cooperative stop is requested."""
+        while True:
+            if self._context.stopping:
+                return None
+            message = self._queue.lease(self._generation)
+            if message is not None:
+                return SqliteTask(self._queue, message, self._handler, self._max_attempts)
+            if self._waiter.notifying:
+                stopping = self._waiter.wait(RECHECK_SECONDS)
+            else:
+                stopping = self._context.wait_for_stop(FALLBACK_RECHECK_SECONDS)
+            if stopping:
+                return None
+
+    def close(self) -> None:
+        """Remove the poke socket and close the database; idempotent."""
+        self._finalizer()
+
+
+def make_source(context: TaskSourceContext) -> SqliteSource:
+    """The factory named by the entry point: read the options, open the queue.
+
+    Options come from ``context.options`` (``[worker.source_options]``) and the generation
+    id from ``context.generation``; both are read with ``getattr`` so this source also
+    loads under a runtime that does not provide them yet (then it recovers nothing).
+    """
+    if context.task_type != TASK_TYPE:
+        raise SourceOptionError("task_type", f"the sqlite source serves {TASK_TYPE!r} only")
+    options: Mapping[str, object] = getattr(context, "options", None) or {}
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        raise SourceOptionError(str(unknown[0]), "unknown option")
+    database = _database(options.get("database", DEFAULT_DATABASE))
+    handler = _resolve_handler(options.get("handler"))
+    max_attempts = options.get("max_attempts", DEFAULT_MAX_ATTEMPTS)
+    if type(max_attempts) is not int or max_attempts < 1:
+        raise SourceOptionError("max_attempts", "must be an integer of at least 1")
+    generation = getattr(context, "generation", UNKNOWN_GENERATION)
+    if not isinstance(generation, str) or not generation:
+        generation = UNKNOWN_GENERATION
+    queue = SqliteQueue(database)
+    try:
+        return SqliteSource(
+            context, queue, handler, generation=generation, max_attempts=max_attempts
+        )
+    except BaseException:
+        queue.close()
+        raise
+
+
+make_source.task_type = TASK_TYPE  # type: ignore[attr-defined]
+"""Read by the supervisor at ``start``: the task type this factory serves."""
+
+
+def _database(value: object) -> str:
+    """The database path: relative to the project root (the worker's working directory)."""
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise SourceOptionError("database", "must be a non-empty path")
+    return os.path.join(os.getcwd(), value)
+
+
+def _resolve_handler(target: object) -> Handler:
+    """Import ``module:attr.path`` and check it is callable."""
+    if target is None:
+        raise SourceOptionError("handler", "is required (module:callable)")
+    if not isinstance(target, str):
+        raise SourceOptionError("handler", "must be a string module:callable")
+    module_name, _, attr_path = target.partition(":")
+    if not module_name or not attr_path:
+        raise SourceOptionError("handler", "must be a string module:callable")
+    try:
+        handler: object = importlib.import_module(module_name)
+        for part in attr_path.split("."):
+            handler = getattr(handler, part)
+    except (ImportError, AttributeError) as error:
+        raise SourceOptionError("handler", "cannot be imported") from error
+    if not callable(handler):
+        raise SourceOptionError("handler", "is not callable")
+    return handler
+
+
+def _describe(error: BaseException) -> str:
+    """``module.Type: message`` for ``last_error``: enough to triage a failed message."""
+    kind = type(error)
+    name = (
+        kind.__qualname__
+        if kind.__module__ == "builtins"
+        else f"{kind.__module__}.{kind.__qualname__}"
+    )
+    text = str(error)
+    return f"{name}: {text}" if text else name
+
+
+def _close(waiter: Waiter, queue: SqliteQueue) -> None:
+    waiter.close()
+    queue.close()
+
+
+__all__ = [
+    "QueueError",
+    "SourceOptionError",
+    "SqliteSource",
+    "SqliteTask",
+    "make_source",
+]

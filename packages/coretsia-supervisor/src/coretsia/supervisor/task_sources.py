@@ -1,0 +1,82 @@
+"""Task-source and hook resolution: done once at ``start``, never in a worker.
+
+Seed 000: exactly one source serves the configured task type. Installed distributions
+contribute sources through the entry-point group ``coretsia.worker.task_sources`` (the
+entry's name is the source's name, its object the factory, whose ``task_type`` attribute
+says what it serves); the application may name its own factory as
+``task_source = "module:factory"``, or select an installed source by name when several
+exist. Explicit selection is configuration, not priority. Discovery reads installed
+package metadata and imports the candidates, which is why it happens here, in the
+supervisor at ``start``, and its result (one ``module:attr``) is frozen into the
+generation: a worker only imports that target, it never discovers.
+
+Hooks are resolved the same way: ``[worker.hooks]`` names them, and installed
+distributions may add more through ``coretsia.worker.hooks`` (each entry's object has a
+``kind`` attribute: ``before``, ``after`` or ``reset``); configured hooks run first, then
+contributed ones by entry-point name.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import EntryPoint, entry_points
+from typing import Final
+
+from coretsia.supervisor.config import HOOK_KINDS, PoolConfig
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.exceptions import WorkerStartFailedError
+
+SOURCE_GROUP: Final = "coretsia.worker.task_sources"
+HOOK_GROUP: Final = "coretsia.worker.hooks"
+
+
+def _load(entry: EntryPoint) -> object:
+    try:
+        return entry.load()
+    except Exception as exc:
+        raise WorkerStartFailedError(Reason.TASK_SOURCE_UNRESOLVABLE) from exc
+
+
+def _serves(entry: EntryPoint, task_type: str) -> bool:
+    return getattr(_load(entry), "task_type", None) == task_type
+
+
+def resolve_task_source(config: PoolConfig) -> str:
+    """The ``module:attr`` every worker of this generation imports as its source factory."""
+    selected = config.task_source
+    if selected is not None and ":" in selected:
+        return selected  # the application's own factory, imported by the workers only
+    installed = list(entry_points(group=SOURCE_GROUP))
+    task_type = config.task_type.value
+    if selected is not None:
+        named = [e for e in installed if e.name == selected]
+        if len(named) > 1:
+            raise WorkerStartFailedError(Reason.TASK_SOURCE_AMBIGUOUS)
+        if not named or not _serves(named[0], task_type):
+            raise WorkerStartFailedError(Reason.TASK_SOURCE_MISSING)
+        return named[0].value
+    serving = [e for e in installed if _serves(e, task_type)]
+    if not serving:
+        raise WorkerStartFailedError(Reason.TASK_SOURCE_MISSING)
+    if len(serving) > 1:
+        raise WorkerStartFailedError(Reason.TASK_SOURCE_AMBIGUOUS)
+    return serving[0].value
+
+
+def resolve_hooks(config: PoolConfig) -> dict[str, list[str]]:
+    """Every hook target by kind: the configured ones, then contributed ones by name."""
+    hooks = {kind: list(getattr(config, f"{kind}_hooks")) for kind in HOOK_KINDS}
+    for entry in sorted(entry_points(group=HOOK_GROUP), key=lambda e: e.name):
+        kind = getattr(_load(entry), "kind", None)
+        if kind not in hooks:
+            raise WorkerStartFailedError(Reason.START_FAILED)
+        hooks[kind].append(entry.value)
+    return hooks
+
+
+def generation_spec(config: PoolConfig) -> dict[str, object]:
+    """The generation snapshot: the validated config with discovery already resolved."""
+    spec = config.to_generation_dict()
+    spec["task_source"] = resolve_task_source(config)
+    for kind, targets in resolve_hooks(config).items():
+        spec[f"{kind}_hooks"] = targets
+    return spec

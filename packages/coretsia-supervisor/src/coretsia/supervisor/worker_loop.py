@@ -1,0 +1,205 @@
+"""The worker loop: sequential units of work, their settlement, and retirement.
+
+One unit of work, in seed 000's order, and what each failure means:
+
+=====================  ==========  ==========================  ==============================
+what fails             the task    settlement                  the worker
+=====================  ==========  ==========================  ==============================
+a before hook          skipped     ``fail(hook's error)``      goes on
+``task.run()``         ran         ``fail(task's error)``      goes on
+nothing                ran         ``complete(result)``        goes on
+an after hook          ran         none (left unsettled)       exits: worker-task-hook-failed
+a reset hook           ran         none (left unsettled)       exits: worker-task-reset-failed
+``complete()``         ran         raised; ``fail`` NOT called exits: worker-task-settlement-failed
+``fail()``             either      raised                      exits: worker-task-settlement-failed
+=====================  ==========  ==========================  ==============================
+
+After hooks and reset hooks always run (before settlement, as in seed 000, where the
+unit of work ends before the source settles it). A task left unsettled by a terminal
+failure is not lost: a durable source (the SQLite queue) recovers its lease when the next
+generation starts.
+
+Retirement: after ``max_requests`` attempts (failed ones count) the worker sends
+``retiring`` and keeps serving until the supervisor answers ``retire``, then exits 0. The
+supervisor grants one retirement at a time, so capacity never drops by more than one slot.
+
+Imported on the worker boot path: standard library only at load time.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import socket
+    from collections.abc import Callable, Sequence
+
+    from coretsia.worker_protocol.catalogue import Reason
+    from coretsia.worker_protocol.task_source import Task, TaskSource, TaskSourceContext
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_CONTRACT = 2
+
+
+class WorkerExit(Exception):
+    """Leave the worker with ``code``, sending ``failed(reason)`` first when given.
+
+    Raised ``from`` the application's exception when there is one, so that debug mode
+    can print it.
+    """
+
+    def __init__(self, code: int, reason: Reason | None = None) -> None:
+        super().__init__(code)
+        self.code = code
+        self.reason = reason
+
+
+class Hooks:
+    """The resolved before, after and reset hooks of the generation (no-argument calls)."""
+
+    __slots__ = ("after", "before", "reset")
+
+    def __init__(
+        self,
+        before: Sequence[Callable[[], object]] = (),
+        after: Sequence[Callable[[], object]] = (),
+        reset: Sequence[Callable[[], object]] = (),
+    ) -> None:
+        self.before = tuple(before)
+        self.after = tuple(after)
+        self.reset = tuple(reset)
+
+
+def _failure(reason_name: str) -> WorkerExit:
+    from coretsia.worker_protocol.catalogue import Reason
+
+    return WorkerExit(EXIT_FAILURE, Reason[reason_name])
+
+
+def run_unit(task: Task, hooks: Hooks) -> None:
+    """One unit of work (see the module's table)."""
+    error: Exception | None = None
+    result: object = None
+    try:
+        for hook in hooks.before:
+            hook()
+    except Exception as before_error:  # noqa: BLE001 - settled with fail(), see the table
+        error = before_error
+    else:
+        try:
+            result = task.run()
+        except Exception as task_error:  # noqa: BLE001 - settled with fail()
+            error = task_error
+    for kind, reason in ((hooks.after, "TASK_HOOK_FAILED"), (hooks.reset, "TASK_RESET_FAILED")):
+        for hook in kind:
+            try:
+                hook()
+            except Exception as hook_error:
+                raise _failure(reason) from hook_error
+    try:
+        if error is None:
+            task.complete(result)
+        else:
+            task.fail(error)
+    except Exception as settle_error:
+        raise _failure("TASK_SETTLEMENT_FAILED") from settle_error
+
+
+class Retirement:
+    """Asks the supervisor for permission to retire and notices its answer."""
+
+    __slots__ = ("_buffer", "_channel", "_requested")
+
+    def __init__(self, channel: socket.socket) -> None:
+        self._channel = channel
+        self._requested = False
+        self._buffer = b""
+
+    def request(self, send: Callable[[], None]) -> None:
+        """Send ``retiring`` once."""
+        if not self._requested:
+            self._requested = True
+            send()
+
+    def granted(self) -> bool:
+        """True once ``retire`` arrived, or the supervisor is gone; never blocks."""
+        from coretsia.worker_protocol.exceptions import ProtocolError
+        from coretsia.worker_protocol.worker_channel import decode_supervisor_frame
+
+        fd = self._channel.fileno()
+        while select.select([fd], [], [], 0)[0]:
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                return True
+            if not data:
+                return True  # nobody to ask any more: retire
+            self._buffer += data
+            line, newline, rest = self._buffer.partition(b"\n")
+            if newline:
+                self._buffer = rest
+                try:
+                    decode_supervisor_frame(line)
+                except ProtocolError:
+                    raise _failure("LIFECYCLE_FAILED") from None
+                return True
+        return False
+
+
+def work(
+    source: TaskSource,
+    context: TaskSourceContext,
+    max_requests: int,
+    hooks: Hooks,
+    retirement: Retirement,
+    request_retirement: Callable[[], None],
+) -> int:
+    """Serve tasks until a cooperative stop or a granted retirement; returns 0."""
+    attempts = 0
+    while not context.stopping:
+        if attempts >= max_requests:
+            retirement.request(request_retirement)
+            if retirement.granted():
+                break
+        try:
+            task = source.receive()
+        except Exception as error:
+            raise _failure("TASK_SOURCE_RECEIVE_FAILED") from error
+        if task is None:
+            if context.wait_for_stop(0):
+                break
+            raise _failure("TASK_SOURCE_TERMINATED")
+        attempts += 1  # seed 000: max_requests counts acquired attempts, failed ones too
+        run_unit(task, hooks)
+    return EXIT_OK
+
+
+def resolve_hooks(spec: dict[str, object]) -> Hooks:
+    """Import the generation's frozen hook targets (``module:attr``), in order."""
+    lists = []
+    for key in ("before_hooks", "after_hooks", "reset_hooks"):
+        targets = spec.get(key, [])
+        if not isinstance(targets, list):
+            raise _failure("CHILD_START_FAILED")
+        lists.append([_import_callable(t) for t in targets])
+    return Hooks(*lists)
+
+
+def _import_callable(target: object) -> Callable[[], object]:
+    import importlib
+
+    if not isinstance(target, str) or ":" not in target:
+        raise _failure("CHILD_START_FAILED")
+    module_name, _, attr_path = target.partition(":")
+    try:
+        value: object = importlib.import_module(module_name)
+        for part in attr_path.split("."):
+            value = getattr(value, part)
+    except Exception as error:
+        raise _failure("CHILD_START_FAILED") from error
+    if not callable(value):
+        raise _failure("CHILD_START_FAILED")
+    return value

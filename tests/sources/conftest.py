@@ -1,0 +1,113 @@
+"""Fixtures for the reference SQLite queue and source: short paths, a fake worker context.
+
+Paths are short on purpose: a waiter's notification socket lives next to the database, and
+an AF_UNIX path longer than about 100 bytes cannot be bound (pytest's tmp_path is long).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+HANDLERS = '''
+"""Handlers for the source tests: record calls in a file named by an env variable."""
+import os
+
+calls = []
+
+
+def record(payload):
+    calls.append(payload)
+    return payload.upper()
+
+
+def explode(payload):
+    raise RuntimeError("boom: " + payload)
+
+
+not_callable = 42
+'''
+
+
+class FakeContext:
+    """A TaskSourceContext like the launcher's: a pipe whose write end closing means stop."""
+
+    def __init__(
+        self,
+        options: Mapping[str, object] | None = None,
+        *,
+        generation: str | None = "gen-a",
+        task_type: str = "queue",
+    ) -> None:
+        self._read, self._write = os.pipe()
+        self._task_type = task_type
+        if options is not None:
+            self.options = dict(options)
+        if generation is not None:
+            self.generation = generation
+
+    @property
+    def task_type(self) -> str:
+        return self._task_type
+
+    @property
+    def slot(self) -> int:
+        return 0
+
+    @property
+    def stopping(self) -> bool:
+        return self.wait_for_stop(0)
+
+    def stop_fileno(self) -> int:
+        return self._read
+
+    def wait_for_stop(self, timeout: float | None) -> bool:
+        return bool(select.select([self._read], [], [], timeout)[0])
+
+    def stop(self) -> None:
+        """Request a cooperative stop: the read end becomes readable (end of file)."""
+        if self._write >= 0:
+            os.close(self._write)
+            self._write = -1
+
+    def close(self) -> None:
+        self.stop()
+        os.close(self._read)
+
+
+@pytest.fixture
+def short_dir() -> Iterator[Path]:
+    """A fresh directory with a short path (see the module docstring)."""
+    with tempfile.TemporaryDirectory(prefix="cq-", dir="/tmp") as tmp:
+        yield Path(tmp).resolve()
+
+
+@pytest.fixture
+def make_context() -> Iterator[Callable[..., FakeContext]]:
+    """Build FakeContexts; their pipes are closed at teardown."""
+    made: list[FakeContext] = []
+
+    def make(*args: object, **kwargs: object) -> FakeContext:
+        context = FakeContext(*args, **kwargs)  # type: ignore[arg-type]
+        made.append(context)
+        return context
+
+    yield make
+    for context in made:
+        context.close()
+
+
+@pytest.fixture
+def handlers(short_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """An importable module ``cq_handlers`` of test handlers; its name is returned."""
+    package = short_dir / "app"
+    package.mkdir()
+    (package / "cq_handlers.py").write_text(HANDLERS, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(package))
+    monkeypatch.delitem(__import__("sys").modules, "cq_handlers", raising=False)
+    return "cq_handlers"
