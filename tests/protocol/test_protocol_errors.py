@@ -132,7 +132,14 @@ class TestSeedCatalogue:
         seed = {Reason(token) for _, token in SEED_PAIRS}
         extra = {r for r in Reason if r not in seed}
         frame_tokens = {r for r in Reason if r.value.startswith("worker-frame-")}
-        documented = {Reason.CONFIG_INVALID, Reason.PEER_VERSION_MISMATCH, Reason.START_CANCELLED}
+        documented = {
+            Reason.CONFIG_INVALID,
+            Reason.PEER_VERSION_MISMATCH,
+            Reason.START_CANCELLED,
+            Reason.GENERATION_DRAINING,
+            Reason.TASK_HOOK_FAILED,
+            Reason.TASK_RESET_FAILED,
+        }
         assert extra == frame_tokens | documented
 
 

@@ -43,6 +43,7 @@ GUARDIAN_FRAMES: list[Any] = [
     g.Spawned(slot=0, pid=1234),
     g.SpawnFailed(slot=1, reason=Reason.FORK_FAILED),
     g.Exited(slot=2, exit_kind="signal-kill"),
+    g.GenerationFailed(reason=Reason.PROCESS_HOST_FAILED),
     g.Shutdown(),
     g.Phase(phase=ShutdownPhase.TERMINATE, budget_ms=1000),
     g.Drained(clean=True),
