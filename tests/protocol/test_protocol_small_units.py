@@ -180,6 +180,8 @@ class NoReceive:
 class GoodContext:
     task_type = "queue"
     slot = 0
+    generation = "0123456789abcdef-000001"
+    options: dict[str, object] = {}  # noqa: RUF012 - a read-only stand-in
     stopping = False
 
     def stop_fileno(self) -> int:
