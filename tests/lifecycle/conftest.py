@@ -42,8 +42,8 @@ def supervisors() -> Iterator[Callable[..., Supervisor]]:
     """Start supervisors; each is stopped (SIGTERM, then SIGKILL) at teardown."""
     started: list[Supervisor] = []
 
-    def start(root: Path, *extra: str) -> Supervisor:
-        supervisor = Supervisor(root, *extra)
+    def start(root: Path, *extra: str, env: dict[str, str] | None = None) -> Supervisor:
+        supervisor = Supervisor(root, *extra, env=env)
         started.append(supervisor)
         return supervisor
 

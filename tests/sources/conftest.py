@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import select
+import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -15,8 +16,8 @@ from pathlib import Path
 import pytest
 
 HANDLERS = '''
-"""Handlers for the source tests: record calls in a file named by an env variable."""
-import os
+"""Handlers for the source tests."""
+import time
 
 calls = []
 
@@ -28,6 +29,10 @@ def record(payload):
 
 def explode(payload):
     raise RuntimeError("boom: " + payload)
+
+
+def hang(payload):
+    time.sleep(3600)
 
 
 not_callable = 42
@@ -109,5 +114,5 @@ def handlers(short_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     package.mkdir()
     (package / "cq_handlers.py").write_text(HANDLERS, encoding="utf-8")
     monkeypatch.syspath_prepend(str(package))
-    monkeypatch.delitem(__import__("sys").modules, "cq_handlers", raising=False)
+    monkeypatch.delitem(sys.modules, "cq_handlers", raising=False)
     return "cq_handlers"

@@ -182,6 +182,8 @@ def write_root(root: Path, **worker: object) -> Path:
     }
     lines = ["[worker]"]
     for key, value in settings.items():
+        if value is None:  # leave the key out: its default (or discovery) applies
+            continue
         if isinstance(value, bool):
             lines.append(f"{key} = {'true' if value else 'false'}")
         elif isinstance(value, int):
@@ -196,10 +198,11 @@ def write_root(root: Path, **worker: object) -> Path:
 class Supervisor:
     """A ``coretsia-supervisor start`` process of one root."""
 
-    def __init__(self, root: Path, *extra: str) -> None:
+    def __init__(self, root: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         self.root = root
         self.proc = subprocess.Popen(
             [*SUPERVISOR, "start", "--root", str(root), *extra],
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

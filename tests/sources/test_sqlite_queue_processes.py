@@ -1,0 +1,176 @@
+"""Real worker processes on one database: each message once, nothing lost on SIGKILL.
+
+Each child builds the ``sqlite`` source exactly as a worker would (``make_source`` with a
+context whose stop descriptor is an inherited pipe), waits in ``receive`` between
+batches, and stops when the parent closes the pipe's write end.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from coretsia.sources.sqlite_queue import SqliteQueue
+from coretsia.sources.sqlite_source import make_source
+
+CHILD = r"""
+import select
+import sys
+
+sys.path.insert(0, sys.argv[3])
+from coretsia.sources.sqlite_source import make_source
+
+
+class Context:
+    task_type = "queue"
+    slot = 0
+
+    def __init__(self, fd, options, generation):
+        self.fd, self.options, self.generation = fd, options, generation
+
+    @property
+    def stopping(self):
+        return self.wait_for_stop(0)
+
+    def stop_fileno(self):
+        return self.fd
+
+    def wait_for_stop(self, timeout):
+        return bool(select.select([self.fd], [], [], timeout)[0])
+
+
+fd, database, _, handler, generation = sys.argv[1:6]
+source = make_source(
+    Context(int(fd), {"database": database, "handler": handler}, generation)
+)
+print("ready", source.notifying, flush=True)
+while (task := source.receive()) is not None:
+    print("leased", task.message.id, flush=True)
+    task.complete(task.run())
+print("stopped", flush=True)
+source.close()
+"""
+
+
+class Workers:
+    """Child worker processes sharing one stop pipe; all killed and reaped at the end."""
+
+    def __init__(self, root: Path, app_dir: Path) -> None:
+        self.root = root
+        self.app_dir = app_dir
+        self.stop_read, self.stop_write = os.pipe()
+        self.procs: list[subprocess.Popen[str]] = []
+
+    def start(self, count: int, handler: str, generation: str) -> list[subprocess.Popen[str]]:
+        started = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    CHILD,
+                    str(self.stop_read),
+                    "var/q.sqlite3",
+                    str(self.app_dir),
+                    handler,
+                    generation,
+                ],
+                cwd=self.root,
+                pass_fds=(self.stop_read,),
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(count)
+        ]
+        self.procs += started
+        for proc in started:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().split() == ["ready", "True"]
+        return started
+
+    def stop(self) -> None:
+        if self.stop_write >= 0:
+            os.close(self.stop_write)
+            self.stop_write = -1
+
+    def close(self) -> None:
+        self.stop()
+        os.close(self.stop_read)
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(timeout=10)
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+
+@pytest.fixture
+def workers(short_dir: Path, handlers: str) -> Iterator[Workers]:
+    pool = Workers(short_dir, short_dir / "app")
+    yield pool
+    pool.close()
+
+
+def test_concurrent_workers_lease_every_message_exactly_once(
+    workers: Workers, short_dir: Path
+) -> None:
+    """Four processes, a fresh database, batches arriving while they work: no loss, no dup."""
+    procs = workers.start(4, "cq_handlers:record", "gen-1")  # they create the database together
+    total = 400
+    with SqliteQueue(short_dir / "var" / "q.sqlite3") as queue:
+        for batch in range(10):
+            queue.enqueue(f"m{batch}-{i}" for i in range(total // 10))
+            time.sleep(0.02)
+        deadline = time.monotonic() + 15
+        while queue.stats()["done"] < total and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert queue.stats() == {"pending": 0, "in_flight": 0, "done": total, "failed": 0}
+    workers.stop()  # every waiting receive returns None at once
+    leased: list[int] = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=10)
+        lines = out.splitlines()
+        assert lines[-1] == "stopped"
+        assert proc.returncode == 0
+        leased += [int(line.split()[1]) for line in lines[:-1]]
+    assert sorted(leased) == list(range(1, total + 1))
+
+
+def test_a_sigkilled_worker_loses_nothing(
+    workers: Workers,
+    short_dir: Path,
+    handlers: str,
+    make_context: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its lease survives the kill; the next generation gets the message back, once."""
+    (victim,) = workers.start(1, "cq_handlers:hang", "gen-1")
+    with SqliteQueue(short_dir / "var" / "q.sqlite3") as queue:
+        queue.enqueue(["precious", "next"])
+    assert victim.stdout is not None
+    assert victim.stdout.readline().split() == ["leased", "1"]
+    victim.kill()
+    victim.wait(timeout=10)
+
+    monkeypatch.chdir(short_dir)
+    options = {"handler": f"{handlers}:record", "database": "var/q.sqlite3"}
+    source = make_source(make_context(options, generation="gen-2"))
+    try:
+        assert source.queue.stats()["pending"] == 2  # recovered at construction
+        first = source.receive()
+        assert first is not None
+        assert (first.message.id, first.message.payload, first.message.attempts) == (
+            1,
+            "precious",
+            1,
+        )
+        first.complete(first.run())
+        assert source.queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 0}
+    finally:
+        source.close()
