@@ -1,0 +1,88 @@
+"""The unit of work's precedence table (coretsia.supervisor.worker_loop), row by row."""
+
+from __future__ import annotations
+
+import pytest
+
+from coretsia.supervisor.worker_loop import Hooks, WorkerExit, run_unit
+from coretsia.worker_protocol.catalogue import Reason
+
+
+class Recorder:
+    """A task and hooks that log their calls and fail where told."""
+
+    def __init__(self, fail_at: str = "") -> None:
+        self.calls: list[str] = []
+        self.fail_at = fail_at
+
+    def _step(self, name: str) -> None:
+        self.calls.append(name)
+        if name == self.fail_at:
+            raise ValueError(name)
+
+    def hook(self, name: str):  # type: ignore[no-untyped-def]
+        return lambda: self._step(name)
+
+    def hooks(self) -> Hooks:
+        return Hooks([self.hook("before")], [self.hook("after")], [self.hook("reset")])
+
+    def run(self) -> object:
+        self._step("run")
+        return 42
+
+    def complete(self, result: object) -> None:
+        self._step(f"complete {result}")
+
+    def fail(self, error: BaseException) -> None:
+        self._step(f"fail {error}")
+
+
+def _unit(fail_at: str) -> tuple[list[str], Reason | None]:
+    task = Recorder(fail_at)
+    try:
+        run_unit(task, task.hooks())
+    except WorkerExit as leaving:
+        return task.calls, leaving.reason
+    return task.calls, None
+
+
+@pytest.mark.parametrize(
+    ("fail_at", "calls", "reason"),
+    [
+        ("", ["before", "run", "after", "reset", "complete 42"], None),
+        ("before", ["before", "after", "reset", "fail before"], None),
+        ("run", ["before", "run", "after", "reset", "fail run"], None),
+        ("after", ["before", "run", "after"], Reason.TASK_HOOK_FAILED),
+        ("reset", ["before", "run", "after", "reset"], Reason.TASK_RESET_FAILED),
+        (
+            "complete 42",
+            ["before", "run", "after", "reset", "complete 42"],
+            Reason.TASK_SETTLEMENT_FAILED,
+        ),
+    ],
+    ids=["success", "before-hook", "task", "after-hook", "reset-hook", "complete"],
+)
+def test_precedence_table(fail_at: str, calls: list[str], reason: Reason | None) -> None:
+    """Each failure point leads to exactly the table's settlement and outcome."""
+    assert _unit(fail_at) == (calls, reason)
+
+
+def test_failing_fail_is_a_settlement_failure() -> None:
+    """A fail() that raises is a settlement failure too."""
+    task = Recorder("fail run")
+    task.fail_at = "run"
+
+    def failing_fail(error: BaseException) -> None:
+        raise RuntimeError("broker gone")
+
+    task.fail = failing_fail  # type: ignore[method-assign]
+    with pytest.raises(WorkerExit) as leaving:
+        run_unit(task, Hooks())
+    assert leaving.value.reason is Reason.TASK_SETTLEMENT_FAILED
+
+
+def test_failing_complete_never_calls_fail() -> None:
+    """complete() raising is terminal and fail() is not called after it."""
+    calls, reason = _unit("complete 42")
+    assert reason is Reason.TASK_SETTLEMENT_FAILED
+    assert not any(call.startswith("fail") for call in calls)
