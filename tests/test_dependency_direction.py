@@ -7,8 +7,10 @@ import, so it also covers platform-specific modules) and fails on any forbidden 
 
 - guardian and proc_host never import coretsia.supervisor;
 - worker_protocol imports none of coretsia.supervisor / guardian / proc_host;
-- nothing imports coretsia.sources (the future reference task-source distribution: the
-  runtime must never depend on it).
+- no other distribution imports coretsia.sources (the reference task sources: the runtime
+  finds a source through its entry point and never depends on it);
+- coretsia.sources imports none of coretsia.supervisor / guardian / proc_host (a source
+  depends on the task-source SPI of the protocol package only).
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ ROOT = Path(__file__).resolve().parent.parent
 NAMESPACE = "coretsia"
 
 RUNTIME = ("coretsia.supervisor", "coretsia.guardian", "coretsia.proc_host")
+SOURCES = ("coretsia.sources",)
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "worker_protocol": RUNTIME,
-    "guardian": ("coretsia.supervisor",),
-    "proc_host": ("coretsia.supervisor",),
-    "supervisor": (),
+    "worker_protocol": (*RUNTIME, *SOURCES),
+    "guardian": ("coretsia.supervisor", *SOURCES),
+    "proc_host": ("coretsia.supervisor", *SOURCES),
+    "supervisor": SOURCES,
+    "sources": RUNTIME,
 }
-FORBIDDEN_EVERYWHERE = ("coretsia.sources",)
 
 
 def _sub_package_dirs() -> dict[str, Path]:
@@ -94,13 +97,20 @@ def test_every_sub_package_has_rules() -> None:
     assert set(_sub_package_dirs()) <= set(FORBIDDEN)
 
 
+def test_nothing_else_may_import_the_sources() -> None:
+    """Every sub-package but the sources themselves is forbidden coretsia.sources."""
+    assert {sub for sub, forbidden in FORBIDDEN.items() if "coretsia.sources" not in forbidden} == {
+        "sources"
+    }
+
+
 @pytest.mark.parametrize("sub", sorted(FORBIDDEN))
 def test_import_direction(sub: str) -> None:
     """No module of ``coretsia.<sub>`` imports a package it must not depend on."""
     directory = _sub_package_dirs().get(sub)
     if directory is None:
         pytest.skip(f"coretsia.{sub} has no sources yet")
-    forbidden = FORBIDDEN[sub] + FORBIDDEN_EVERYWHERE
+    forbidden = FORBIDDEN[sub]
     bad: dict[str, set[str]] = {}
     for path in _sources(directory):
         found = imported_modules(

@@ -1,4 +1,4 @@
-"""The four distributions agree on one version and install as separate wheels.
+"""The distributions agree on one version and install as separate wheels.
 
 The repo has one version (``VERSION``), written into each distribution's ``_version.py``
 and into the exact pins between siblings (``bin/set-version`` rewrites all of them). A
@@ -58,13 +58,14 @@ def _version_file_value(path: Path) -> str:
     raise AssertionError(f"no __version__ = '...' in {path}")
 
 
-def test_the_four_distributions_are_present() -> None:
+def test_the_five_distributions_are_present() -> None:
     """The tests below iterate over MEMBERS: make sure it is not silently empty."""
     assert set(MEMBERS) == {
         "coretsia-worker-protocol",
         "coretsia-supervisor",
         "coretsia-guardian",
         "coretsia-proc-host",
+        "coretsia-sources",
     }
 
 

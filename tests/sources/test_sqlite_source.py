@@ -133,8 +133,23 @@ class TestFactory:
 
     def test_serves_queue_only(self, root: Path, handlers: str, make_context: MakeContext) -> None:
         context = make_context({"handler": f"{handlers}:record"}, task_type="http")
-        with pytest.raises(SourceOptionError, match="task_type"):
+        with pytest.raises(ValueError, match="task_type 'queue' only"):
             make_source(context)
+
+    def test_an_unusable_database_is_reported_by_assert_ready(
+        self, root: Path, handlers: str, make_context: MakeContext
+    ) -> None:
+        """The factory succeeds (the source resolved); the backend is what is not ready."""
+        (root / "var").mkdir()
+        (root / "var" / "queue.sqlite3").write_text("not a database\n" * 100)
+        source = make_source(make_context({"handler": f"{handlers}:record"}))
+        try:
+            with pytest.raises(QueueError):
+                source.assert_ready()
+            with pytest.raises(QueueError):
+                source.receive()
+        finally:
+            source.close()
 
     def test_assert_ready_fails_on_a_broken_database(
         self, build: Callable[..., tuple[SqliteSource, FakeContext]]

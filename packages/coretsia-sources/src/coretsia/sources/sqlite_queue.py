@@ -239,11 +239,14 @@ class SqliteQueue:
         self._conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
         try:
             yield self._conn
+            self._conn.execute("COMMIT")
         except BaseException:
-            if self._conn.in_transaction:  # SQLite may already have rolled back itself
-                self._conn.execute("ROLLBACK")
+            # SQLite may have rolled back already (or a failed COMMIT left it open): end it
+            # either way, so the connection is usable for the next transaction.
+            if self._conn.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("ROLLBACK")
             raise
-        self._conn.execute("COMMIT")
 
     def check(self) -> None:
         """Raise :class:`QueueError` unless the database answers and holds our schema."""
@@ -368,7 +371,7 @@ class SqliteQueue:
         return state
 
     def recover(self, current_generation: str, *, max_attempts: int | None = None) -> int:
-        """Put back every lease held by another generation; the number of messages freed.
+        """End every lease held by another generation; the number of leases ended.
 
         Safe only because the lifecycle lock fenced the other generations (every one of
         their workers has exited) and only one pool uses this database: see the module
@@ -458,7 +461,12 @@ class Waiter:
         self._stop_fileno = stop_fileno
         self._sock: socket.socket | None = None
         self._sock_path: str | None = None
-        self._selector = selectors.DefaultSelector()
+        # poll(), not epoll: two descriptors, and poll accepts any kind of descriptor.
+        self._selector: selectors.BaseSelector = (
+            selectors.PollSelector()
+            if hasattr(selectors, "PollSelector")
+            else selectors.SelectSelector()
+        )
         if stop_fileno is not None:
             self._selector.register(stop_fileno, selectors.EVENT_READ, "stop")
         self._bind()

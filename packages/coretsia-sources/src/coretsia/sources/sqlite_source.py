@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sqlite3
 import weakref
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final
@@ -85,8 +86,11 @@ class SqliteTask:
 class SqliteSource:
     """The task source of one worker: leases messages for its generation, one at a time.
 
-    On construction it recovers the leases left by earlier generations (the lifecycle
-    lock guarantees their workers are gone), counting each as an interrupted attempt.
+    On construction it opens the queue and recovers the leases left by earlier
+    generations (the lifecycle lock guarantees their workers are gone), counting each as
+    an interrupted attempt. If the database cannot be opened then, the error is kept and
+    :meth:`assert_ready` tries once more and raises: the worker reports
+    ``worker-task-source-not-ready`` (the backend is unusable), not a resolution failure.
     While idle it waits on the queue's poke socket and the pool's stop descriptor
     together: new work and a cooperative stop both wake it at once.
     """
@@ -94,50 +98,70 @@ class SqliteSource:
     def __init__(
         self,
         context: TaskSourceContext,
-        queue: SqliteQueue,
+        database: str,
         handler: Handler,
         *,
         generation: str,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
     ) -> None:
         self._context = context
-        self._queue = queue
+        self._database = database
         self._handler = handler
         self._generation = generation
         self._max_attempts = max_attempts
-        if generation != UNKNOWN_GENERATION:
-            # Without a generation id the source cannot tell a dead lease from a live one
-            # of a sibling worker, so it recovers nothing rather than risk a double run.
-            queue.recover(generation, max_attempts=max_attempts)
-        # Bound before the first look at the queue: no poke can fall between the two.
-        self._waiter: Waiter = queue.waiter(context.stop_fileno())
+        self._queue: SqliteQueue | None = None
+        self._waiter: Waiter | None = None
         # Closed at interpreter exit too, so a cleanly exiting worker leaves no socket.
-        self._finalizer = weakref.finalize(self, _close, self._waiter, queue)
+        self._resources: list[Waiter | SqliteQueue] = []
+        self._finalizer = weakref.finalize(self, _close_all, self._resources)
+        try:
+            self._open()
+        except (QueueError, sqlite3.Error, OSError):
+            pass  # assert_ready tries again and reports it
+
+    def _open(self) -> tuple[SqliteQueue, Waiter]:
+        """The queue and the waiter, opened (and leases recovered) on first success."""
+        if self._queue is None or self._waiter is None:
+            queue = SqliteQueue(self._database)
+            try:
+                if self._generation != UNKNOWN_GENERATION:
+                    # Without a generation id a dead lease cannot be told from a live one
+                    # of a sibling worker: recover nothing rather than risk a double run.
+                    queue.recover(self._generation, max_attempts=self._max_attempts)
+                # Bound before the first look at the queue: no poke can fall in between.
+                waiter = queue.waiter(self._context.stop_fileno())
+            except BaseException:
+                queue.close()
+                raise
+            self._queue, self._waiter = queue, waiter
+            self._resources += [waiter, queue]
+        return self._queue, self._waiter
 
     @property
     def queue(self) -> SqliteQueue:
-        """The queue this source leases from."""
-        return self._queue
+        """The queue this source leases from (opened if it is not yet)."""
+        return self._open()[0]
 
     @property
     def notifying(self) -> bool:
         """True when enqueues wake this worker at once (False: it re-checks every second)."""
-        return self._waiter.notifying
+        return self._open()[1].notifying
 
     def assert_ready(self) -> None:
-        """Raise unless the database answers and holds the queue schema."""
-        self._queue.check()
+        """Raise unless the database opens, answers, and holds the queue schema."""
+        self._open()[0].check()
 
     def receive(self) -> SqliteTask | None:
         """The next message as a task; None only once a cooperative stop is requested."""
+        queue, waiter = self._open()
         while True:
             if self._context.stopping:
                 return None
-            message = self._queue.lease(self._generation)
+            message = queue.lease(self._generation)
             if message is not None:
-                return SqliteTask(self._queue, message, self._handler, self._max_attempts)
-            if self._waiter.notifying:
-                stopping = self._waiter.wait(RECHECK_SECONDS)
+                return SqliteTask(queue, message, self._handler, self._max_attempts)
+            if waiter.notifying:
+                stopping = waiter.wait(RECHECK_SECONDS)
             else:
                 stopping = self._context.wait_for_stop(FALLBACK_RECHECK_SECONDS)
             if stopping:
@@ -149,14 +173,14 @@ class SqliteSource:
 
 
 def make_source(context: TaskSourceContext) -> SqliteSource:
-    """The factory named by the entry point: read the options, open the queue.
+    """The factory named by the entry point: read and check the options, build the source.
 
     Options come from ``context.options`` (``[worker.source_options]``) and the generation
-    id from ``context.generation``; both are read with ``getattr`` so this source also
-    loads under a runtime that does not provide them yet (then it recovers nothing).
+    id from ``context.generation``; both are read with ``getattr`` so that a context
+    without them still gets a clear error (no handler) or a safe default (no recovery).
     """
     if context.task_type != TASK_TYPE:
-        raise SourceOptionError("task_type", f"the sqlite source serves {TASK_TYPE!r} only")
+        raise ValueError(f"the sqlite source serves task_type {TASK_TYPE!r} only")
     options: Mapping[str, object] = getattr(context, "options", None) or {}
     unknown = sorted(set(options) - _OPTIONS)
     if unknown:
@@ -169,14 +193,9 @@ def make_source(context: TaskSourceContext) -> SqliteSource:
     generation = getattr(context, "generation", UNKNOWN_GENERATION)
     if not isinstance(generation, str) or not generation:
         generation = UNKNOWN_GENERATION
-    queue = SqliteQueue(database)
-    try:
-        return SqliteSource(
-            context, queue, handler, generation=generation, max_attempts=max_attempts
-        )
-    except BaseException:
-        queue.close()
-        raise
+    return SqliteSource(
+        context, database, handler, generation=generation, max_attempts=max_attempts
+    )
 
 
 make_source.task_type = TASK_TYPE  # type: ignore[attr-defined]
@@ -184,7 +203,10 @@ make_source.task_type = TASK_TYPE  # type: ignore[attr-defined]
 
 
 def _database(value: object) -> str:
-    """The database path: relative to the project root (the worker's working directory)."""
+    """The database path: relative to the project root (the worker's working directory).
+
+    An absolute path is kept as it is (a database shared by successive release directories).
+    """
     if not isinstance(value, str) or not value or "\0" in value:
         raise SourceOptionError("database", "must be a non-empty path")
     return os.path.join(os.getcwd(), value)
@@ -222,9 +244,10 @@ def _describe(error: BaseException) -> str:
     return f"{name}: {text}" if text else name
 
 
-def _close(waiter: Waiter, queue: SqliteQueue) -> None:
-    waiter.close()
-    queue.close()
+def _close_all(resources: list[Waiter | SqliteQueue]) -> None:
+    for resource in resources:
+        resource.close()
+    resources.clear()
 
 
 __all__ = [

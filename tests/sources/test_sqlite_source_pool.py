@@ -1,0 +1,151 @@
+"""The ``sqlite`` source in a real pool: discovered by name, fed by the CLI, stopped at once.
+
+These run a real ``coretsia-supervisor start`` (guardian and worker interpreters), so the
+source meets the real context: ``options``, ``generation``, the inherited stop descriptor.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from pools import Supervisor, cli, lock_held, wait_for, wait_gone
+
+APP = """
+import os
+import time
+
+
+def handle(payload):
+    with open("handled.log", "a") as log:
+        log.write(f"{os.getpid()} {payload}\\n")
+    if payload == "bad":
+        raise ValueError("bad payload")
+    if payload == "slow" and os.path.exists("hang"):
+        time.sleep(60)
+    return payload
+"""
+
+CONFIG = """
+[worker]
+task_type = "queue"
+task_source = "sqlite"
+workers = 2
+start_timeout_ms = 20000
+stop_timeout_ms = 3000
+force_kill_timeout_ms = 1000
+
+[worker.source_options]
+handler = "sqlite_pool_app:handle"
+max_attempts = 2
+"""
+
+QUEUE_CLI = str(Path(sys.executable).with_name("coretsia-sqlite-queue"))
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    """A project root configured for the sqlite source; nothing may be left running in it."""
+    with tempfile.TemporaryDirectory(prefix="cq-", dir="/tmp") as tmp:
+        path = Path(tmp).resolve()
+        (path / "coretsia.toml").write_text(textwrap.dedent(CONFIG))
+        (path / "sqlite_pool_app.py").write_text(textwrap.dedent(APP))
+        yield path
+        left = wait_gone(path)
+        for proc in left:
+            proc.kill()
+        assert not left, f"processes left behind: {[p.pid for p in left]}"
+
+
+@pytest.fixture
+def start(root: Path) -> Iterator[Callable[[], Supervisor]]:
+    started: list[Supervisor] = []
+
+    def start_one() -> Supervisor:
+        supervisor = Supervisor(root)
+        started.append(supervisor)
+        supervisor.wait_running()
+        return supervisor
+
+    yield start_one
+    for supervisor in started:
+        if supervisor.proc.poll() is None:
+            supervisor.signal(signal.SIGTERM)
+            try:
+                supervisor.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                supervisor.proc.kill()
+                supervisor.proc.wait(timeout=10)
+        for stream in (supervisor.proc.stdout, supervisor.proc.stderr):
+            if stream is not None:
+                stream.close()
+
+
+def queue_cli(root: Path, *args: str, stdin: str | None = None) -> str:
+    done = subprocess.run(
+        [QUEUE_CLI, *args, "--db", "var/queue.sqlite3"],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=root,
+        timeout=30,
+        check=True,
+    )
+    return done.stdout
+
+
+def stats(root: Path) -> dict[str, int]:
+    counts: dict[str, int] = json.loads(queue_cli(root, "stats", "--json"))
+    return counts
+
+
+def handled(root: Path) -> list[str]:
+    path = root / "handled.log"
+    return [line.split()[1] for line in path.read_text().splitlines()] if path.exists() else []
+
+
+@pytest.mark.slow
+def test_a_pool_drains_the_queue_and_stops_at_once(
+    root: Path, start: Callable[[], Supervisor]
+) -> None:
+    supervisor = start()
+    payloads = [f"job-{i}" for i in range(30)] + ["bad"]
+    assert queue_cli(root, "enqueue", stdin="\n".join(payloads) + "\n") == "enqueued 31\n"
+    wait_for(lambda: stats(root) == {"pending": 0, "in_flight": 0, "done": 30, "failed": 1}, 15)
+    assert sorted(handled(root)) == sorted([*payloads, "bad"])  # bad: tried max_attempts times
+    started = time.monotonic()
+    stopped = cli(root, "stop")
+    assert stopped.returncode == 0, stopped.stderr
+    assert time.monotonic() - started < 2.5  # idle receives woke at once: no 3 s stop budget
+    assert supervisor.finish(30) == 0
+    assert list((root / "var" / "queue.sqlite3.notify").iterdir()) == []
+
+
+@pytest.mark.slow
+def test_the_next_generation_recovers_a_killed_pools_lease(
+    root: Path, start: Callable[[], Supervisor]
+) -> None:
+    config = root / "coretsia.toml"  # the stuck task need not hold the cleanup for 3 s
+    config.write_text(config.read_text().replace("stop_timeout_ms = 3000", "stop_timeout_ms = 200"))
+    (root / "hang").touch()
+    first = start()
+    queue_cli(root, "enqueue", "slow")
+    wait_for(lambda: handled(root) == ["slow"], 15)
+    first.kill()  # SIGKILL: the guardian kills the workers, the lease stays in the file
+    wait_for(lambda: not lock_held(root), 15)
+    assert stats(root) == {"pending": 0, "in_flight": 1, "done": 0, "failed": 0}
+
+    (root / "hang").unlink()
+    second = start()  # its workers recover the dead generation's lease at construction
+    wait_for(lambda: stats(root)["done"] == 1, 15)
+    assert handled(root) == ["slow", "slow"]
+    assert cli(root, "stop").returncode == 0
+    assert second.finish(30) == 0
