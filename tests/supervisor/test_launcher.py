@@ -35,11 +35,6 @@ from coretsia.worker_protocol.worker_channel import (
     encode_retire,
 )
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:
-    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
-
 WAIT = 10.0  # upper bound on any single wait; tests finish far sooner
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "docs" / "examples" / "quickstart"
@@ -716,12 +711,17 @@ def quickstart(tmp_path: Path) -> Path:
 
 
 def test_quickstart_example_boots_and_works(quickstart: Path) -> None:
-    worker = tomllib.loads((quickstart / "coretsia.toml").read_text())["worker"]
-    publish(quickstart, _spec(**worker))
+    from coretsia.sources.sqlite_queue import SqliteQueue
+    from coretsia.supervisor.config import load_config
+    from coretsia.supervisor.task_sources import generation_spec
+
+    publish(quickstart, generation_spec(load_config(quickstart)))
+    with SqliteQueue(str(quickstart / "var/queue.sqlite3")) as queue:
+        queue.enqueue(["hello"])
     with Launcher(quickstart, slot=0) as launcher:
         assert launcher.next_frame() == Ready()
         line = _read_line(launcher.proc.stdout, WAIT)
         launcher.stop()
         outcome = launcher.finish()
-    assert line == b"worker 0: task 1 done\n"
+    assert line.endswith(b": 'hello' has 5 letters\n")
     assert (outcome.code, outcome.frames) == (0, [Ready()])
