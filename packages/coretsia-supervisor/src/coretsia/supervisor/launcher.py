@@ -399,6 +399,11 @@ def _resolve_source(target: object, context: _Context) -> TaskSource:
         raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_UNRESOLVABLE) from error
     if not callable(factory):
         raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_UNRESOLVABLE)
+    declared = getattr(factory, "task_type", context.task_type)
+    if declared != context.task_type:
+        # The application's own factory is imported here first; one that declares
+        # another task type is refused like one that is not a source at all.
+        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_INVALID)
     try:
         source = factory(context)
     except Exception as error:
