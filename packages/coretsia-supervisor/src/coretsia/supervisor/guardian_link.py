@@ -119,16 +119,16 @@ class GuardianLink:
             return True
         return False
 
-    async def abandon(self, timeout: float = EXIT_TIMEOUT_S) -> None:
+    async def abandon(self, timeout: float = EXIT_TIMEOUT_S) -> bool:
         """Close our end: the guardian then contains the generation and exits on its own.
 
         Closing the channel is how the supervisor's death looks to the guardian, so this
         is the one containment path for every abnormal end. The guardian is never
         signalled: while it holds the lock it is still cleaning up, and killing it would
-        free the lock before the generation is gone.
+        free the lock before the generation is gone. True once it has exited.
         """
         self._channel.close()
-        await self.wait_exit(timeout)
+        return await self.wait_exit(timeout)
 
     def close(self) -> None:
         """Close the channel (after the guardian released the lock)."""

@@ -555,8 +555,10 @@ class Supervisor:
             link.close()
             await link.wait_exit()
         else:
-            await link.abandon()
-            if self._guardian_lost:
+            exited = await link.abandon()
+            if self._guardian_lost and exited:
+                # Only once the guardian is really gone: a live one (that merely spoke
+                # garbage) is still containing its generation and must not be killed.
                 await trio.to_thread.run_sync(_sweep_orphans, config.force_kill_timeout_ms / 1000)
         if not (clean and released) and self._failure is None:
             self._fail(WorkerLifecycleFailedError(Reason.SHUTDOWN_FAILED))
