@@ -92,6 +92,16 @@ def check_version(obj: JsonObject, supported: int) -> None:
         raise FieldError(Reason.FRAME_UNSUPPORTED_VERSION, "$.version")
 
 
+def get_type(obj: JsonObject) -> str:
+    """The ``type`` tag of a tagged frame (its value is checked by the caller)."""
+    if "type" not in obj:
+        raise FieldError(Reason.FRAME_MISSING_KEY, "$.type")
+    kind = obj["type"]
+    if type(kind) is not str:
+        raise FieldError(Reason.FRAME_WRONG_TYPE, "$.type")
+    return kind
+
+
 def check_keys(obj: JsonObject, keys: frozenset[str]) -> None:
     """Exactly these keys: an unknown one is never named (it is the peer's text)."""
     for key in obj:

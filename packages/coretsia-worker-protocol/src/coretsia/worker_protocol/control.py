@@ -188,11 +188,7 @@ def _response_obj(response: ControlResponse) -> s.JsonObject:
 
 def _read_response(obj: s.JsonObject) -> ControlResponse:
     s.check_version(obj, CONTROL_VERSION)
-    if "type" not in obj:
-        raise s.FieldError(Reason.FRAME_MISSING_KEY, "$.type")
-    kind = obj["type"]
-    if type(kind) is not str:
-        raise s.FieldError(Reason.FRAME_WRONG_TYPE, "$.type")
+    kind = s.get_type(obj)
     if kind == "status":
         s.check_keys(obj, _BASE_KEYS | _SUMMARY_KEYS)
         return StatusResponse(_read_summary(obj))

@@ -81,9 +81,9 @@ def decode_supervisor_frame(line: bytes) -> Retire:
 
 def _read_supervisor(obj: s.JsonObject) -> Retire:
     s.check_version(obj, WORKER_CHANNEL_VERSION)
-    s.check_keys(obj, _BASE)
-    if obj["type"] != "retire":
+    if s.get_type(obj) != "retire":
         raise s.FieldError(Reason.FRAME_UNKNOWN_TYPE, "$.type")
+    s.check_keys(obj, _BASE)
     return Retire()
 
 
@@ -92,11 +92,7 @@ _BASE: Final = frozenset({"version", "type"})
 
 def _read(obj: s.JsonObject) -> WorkerFrame:
     s.check_version(obj, WORKER_CHANNEL_VERSION)
-    if "type" not in obj:
-        raise s.FieldError(Reason.FRAME_MISSING_KEY, "$.type")
-    kind = obj["type"]
-    if type(kind) is not str:
-        raise s.FieldError(Reason.FRAME_WRONG_TYPE, "$.type")
+    kind = s.get_type(obj)
     if kind == "ready":
         s.check_keys(obj, _BASE | {"token"})
         if obj["token"] is None:
