@@ -40,6 +40,22 @@ class TestWorkerTokens:
         _fails_with(supervisors, root, "CORETSIA_WORKER_START_FAILED: worker-child-start-failed")
 
 
+class TestHooks:
+    @pytest.mark.parametrize(
+        ("kind", "token"),
+        [("after", "worker-task-hook-failed"), ("reset", "worker-task-reset-failed")],
+    )
+    def test_failing_hook_is_terminal(self, root: Path, supervisors, kind: str, token: str) -> None:  # type: ignore[no-untyped-def]
+        """An after or reset hook that raises ends the worker, and the pool, with its token."""
+        write_root(root, task_source="lifecycle_app:quick")
+        with (root / "coretsia.toml").open("a") as config:
+            config.write(
+                f'\n[worker.hooks]\nbefore = ["lifecycle_app:good_hook"]\n'
+                f'{kind} = ["lifecycle_app:bad_hook"]\n'
+            )
+        _fails_with(supervisors, root, f"CORETSIA_WORKER_LIFECYCLE_FAILED: {token}")
+
+
 class TestRuntimeFiles:
     def test_lock_that_cannot_be_taken(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
         """A lock path the guardian cannot open is a lock failure, not "already running"."""

@@ -148,6 +148,12 @@ class Logged(Quick):
 
 def logged(ctx):
     return Logged(ctx)
+
+def bad_hook():
+    raise RuntimeError("hook saw /secret/path")
+
+def good_hook():
+    pass
 '''
 
 
