@@ -38,6 +38,7 @@ from coretsia.supervisor._version import __version__
 from coretsia.supervisor.config import PoolConfig
 from coretsia.supervisor.control_server import ControlServer
 from coretsia.supervisor.guardian_link import GuardianLink, guardian_env
+from coretsia.supervisor.notify import Notifier
 from coretsia.supervisor.pool import Pool, Slot, SlotState
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.control import (
@@ -116,6 +117,7 @@ class Supervisor:
         self._umask = umask
         self._environ = environ
         self._credential = secrets.token_hex(32)
+        self._notifier = Notifier(environ)
         self._failure: WorkerError | None = None
         self._stop_requested = False
         self._stopping = False
@@ -149,6 +151,8 @@ class Supervisor:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 nursery.start_soon(self._watch_signals, received)
+                if self._notifier.watchdog_interval_s is not None:
+                    nursery.start_soon(self._feed_watchdog, self._notifier.watchdog_interval_s)
                 try:
                     await self._start_and_serve(nursery)
                 except WorkerError as exc:
@@ -208,6 +212,7 @@ class Supervisor:
         self._publish_state()
         fields = output.summary_fields(self._pool.summary())
         output.summary(fields, as_json=False)
+        self._notifier.ready(self._status_line())
         await self._pool.wait_until(lambda: self._stop_requested or self._failure is not None)
 
     def _start_settled(self) -> bool:
@@ -420,6 +425,17 @@ class Supervisor:
         self._stop_requested = True
         self._pool.changed()
 
+    def _status_line(self) -> str:
+        """The service manager's one-line status: safe fields only."""
+        pool = self._pool
+        return f"{pool.status.value}: {pool.ready_count}/{len(pool.slots)} workers ready"
+
+    async def _feed_watchdog(self, interval_s: float) -> None:
+        """``WATCHDOG=1`` from the event loop: a wedged loop stops feeding it."""
+        while True:
+            self._notifier.watchdog()
+            await trio.sleep(interval_s)
+
     async def _watch_signals(self, received: AsyncIterator[int]) -> None:
         async for signum in received:
             if signum != signal.SIGHUP:  # SIGHUP is ignored: there is no reload to do
@@ -480,6 +496,8 @@ class Supervisor:
         except OSError as exc:
             raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
         self._state_published = True
+        if self._pool.status is PoolStatus.RUNNING:
+            self._notifier.status(self._status_line())
 
     def _remove(self, *paths: str) -> None:
         try:
@@ -521,6 +539,7 @@ class Supervisor:
         if link is None:
             return
         self._stopping = True
+        self._notifier.stopping()
         config = self._config
         if self._state_published:
             self._pool.status = PoolStatus.STOPPING
