@@ -155,6 +155,9 @@ def test_built_wheels(tmp_path: Path) -> None:
         stray = [n for n in names if not n.startswith(own) and ".dist-info/" not in n]
         assert not [n for n in stray if ".data/" not in n], (wheel.name, stray)
         assert metadata["Version"] == VERSION
+        if member == "coretsia-supervisor":  # the man page, built from the real parser
+            page = f"coretsia_supervisor-{VERSION}.data/data/share/man/man1/coretsia-supervisor.1"
+            assert page in names, names
         for line in metadata.get_all("Requires-Dist") or []:
             requirement = Requirement(line)
             if requirement.name in MEMBERS:
