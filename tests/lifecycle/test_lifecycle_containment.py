@@ -90,7 +90,7 @@ class TestSupervisorDeath:
         supervisor.kill()
         early = supervisors(root)
         assert early.finish() == 1
-        assert early.stderr.strip() == "CORETSIA_WORKER_ALREADY_RUNNING: worker-already-running"
+        assert early.error == "CORETSIA_WORKER_ALREADY_RUNNING: worker-already-running"
         _assert_contained(root)
         again = supervisors(root)
         again.wait_running()
@@ -106,9 +106,7 @@ class TestHelperDeath:
         supervisor.wait_running()
         supervisor.guardian().kill()
         assert supervisor.finish() == 1
-        assert supervisor.stderr.strip() == (
-            "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-process-host-failed"
-        )
+        assert supervisor.error == ("CORETSIA_WORKER_LIFECYCLE_FAILED: worker-process-host-failed")
         _assert_contained(root)
 
     def test_proc_host_sigkill(self, root: Path, supervisors, driver: str) -> None:  # type: ignore[no-untyped-def]
@@ -120,9 +118,7 @@ class TestHelperDeath:
         supervisor.wait_running()
         supervisor.proc_host().kill()
         assert supervisor.finish() == 1
-        assert supervisor.stderr.strip() == (
-            "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-process-host-failed"
-        )
+        assert supervisor.error == ("CORETSIA_WORKER_LIFECYCLE_FAILED: worker-process-host-failed")
         _assert_contained(root)
 
 
@@ -168,9 +164,7 @@ class TestGenerationFence:
         assert len(survivors) == 1  # the forked child: nobody is left to kill it
         blocked = supervisors(root)
         assert blocked.finish() == 1
-        assert blocked.stderr.strip() == (
-            "CORETSIA_WORKER_ALREADY_RUNNING: worker-generation-draining"
-        )
+        assert blocked.error == ("CORETSIA_WORKER_ALREADY_RUNNING: worker-generation-draining")
         status = cli(root, "status", "--json")
         assert status.returncode == 1
         assert json.loads(status.stdout) == {

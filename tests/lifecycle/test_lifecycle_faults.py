@@ -45,7 +45,7 @@ class TestChildExit:
         supervisor.wait_running()
         supervisor.workers()[0].kill()
         assert supervisor.finish() == 1
-        assert supervisor.stderr.strip() == "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-child-exited"
+        assert supervisor.error == "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-child-exited"
         assert not lock_held(root)
         assert wait_gone(root) == []
         assert not (root / "var/tmp/worker.state.json").exists()
@@ -76,9 +76,7 @@ class TestContainment:
         workers = supervisor.workers()
         supervisor.guardian().kill()
         assert supervisor.finish() == 1
-        assert supervisor.stderr.strip() == (
-            "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-process-host-failed"
-        )
+        assert supervisor.error == ("CORETSIA_WORKER_LIFECYCLE_FAILED: worker-process-host-failed")
         _, alive = psutil.wait_procs(workers, timeout=SLACK_S)
         assert alive == []
         assert not lock_held(root)

@@ -57,4 +57,4 @@ def test_no_notify_socket_is_silent(root: Path, supervisors) -> None:  # type: i
     supervisor.wait_running()
     assert cli(root, "stop").returncode == 0
     assert supervisor.finish() == 0
-    assert supervisor.stderr == ""
+    assert supervisor.error == ""

@@ -77,7 +77,7 @@ class TestQueuePool:
         victim = supervisor.workers()[0]
         victim.kill()
         assert supervisor.finish() == 1
-        assert supervisor.stderr.strip() == "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-child-exited"
+        assert supervisor.error == "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-child-exited"
         assert wait_gone(root) == []
         assert queue.stats()["done"] < 200
         (root / "slow").unlink()

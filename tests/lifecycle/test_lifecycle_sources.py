@@ -91,9 +91,7 @@ class TestDiscovery:
         http_root(root)
         supervisor = supervisors(root)
         assert supervisor.finish() == 1
-        assert (
-            supervisor.stderr.strip() == "CORETSIA_WORKER_START_FAILED: worker-task-source-missing"
-        )
+        assert supervisor.error == "CORETSIA_WORKER_START_FAILED: worker-task-source-missing"
         assert not (root / "var/tmp/worker.lock").exists()
 
     def test_two_sources_are_ambiguous(self, root: Path, supervisors, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -104,9 +102,7 @@ class TestDiscovery:
         http_root(root)
         supervisor = supervisors(root, env=env_with(site))
         assert supervisor.finish() == 1
-        assert supervisor.stderr.strip() == (
-            "CORETSIA_WORKER_START_FAILED: worker-task-source-ambiguous"
-        )
+        assert supervisor.error == ("CORETSIA_WORKER_START_FAILED: worker-task-source-ambiguous")
 
     def test_selection_by_name(self, root: Path, supervisors, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
         """Naming a source selects it among several: configuration, not priority."""
@@ -129,9 +125,7 @@ class TestDiscovery:
         write_root(root, task_type="queue", task_source="third")
         supervisor = supervisors(root, env=env_with(tmp_path / "site"))
         assert supervisor.finish() == 1
-        assert (
-            supervisor.stderr.strip() == "CORETSIA_WORKER_START_FAILED: worker-task-source-missing"
-        )
+        assert supervisor.error == "CORETSIA_WORKER_START_FAILED: worker-task-source-missing"
         assert not lock_held(root)
         assert wait_gone(root) == []
         assert processes_in(root) == []
@@ -142,6 +136,4 @@ class TestDiscovery:
         http_root(root)
         supervisor = supervisors(root, env=env_with(tmp_path / "site"))
         assert supervisor.finish() == 1
-        assert supervisor.stderr.strip() == (
-            "CORETSIA_WORKER_START_FAILED: worker-task-source-unresolvable"
-        )
+        assert supervisor.error == ("CORETSIA_WORKER_START_FAILED: worker-task-source-unresolvable")

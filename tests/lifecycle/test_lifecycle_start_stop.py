@@ -164,7 +164,7 @@ class TestSecondStart:
         }
         second = supervisors(root)
         assert second.finish() == 1
-        assert second.stderr.strip() == "CORETSIA_WORKER_ALREADY_RUNNING: worker-already-running"
+        assert second.error == "CORETSIA_WORKER_ALREADY_RUNNING: worker-already-running"
         after = {name: (root / name).read_bytes() for name in before}
         assert after == before
         assert cli(root, "health").returncode == 0
@@ -176,7 +176,7 @@ class TestStartFailures:
     def _fails(self, supervisors, root: Path, expected: str, code: int = 1) -> Supervisor:  # type: ignore[no-untyped-def]
         supervisor = supervisors(root)
         assert supervisor.finish(60) == code, supervisor.stderr
-        assert supervisor.stderr.strip() == expected
+        assert supervisor.error == expected
         assert not lock_held(root)
         assert wait_gone(root) == []
         for name in RUNTIME_FILES:
@@ -203,7 +203,7 @@ class TestStartFailures:
         write_root(root, workers=5000)
         supervisor = supervisors(root)
         assert supervisor.finish() == 6
-        assert supervisor.stderr.strip() == (
+        assert supervisor.error == (
             "CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid "
             "(key worker.workers, rule out-of-range)"
         )
@@ -215,7 +215,7 @@ class TestStartFailures:
         write_root(root, task_type="cron")
         supervisor = supervisors(root)
         assert supervisor.finish() == 1
-        assert supervisor.stderr.strip() == "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-invalid-state"
+        assert supervisor.error == "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-invalid-state"
 
     def test_stop_during_start(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
         """SIGTERM while starting cancels the start, cleans up, and says it never ran."""
@@ -225,7 +225,7 @@ class TestStartFailures:
         wait_for((root / "var/tmp/worker.state.json").exists)
         supervisor.signal(signal.SIGTERM)
         assert supervisor.finish() == 1
-        assert supervisor.stderr.strip() == "CORETSIA_WORKER_START_FAILED: worker-start-cancelled"
+        assert supervisor.error == "CORETSIA_WORKER_START_FAILED: worker-start-cancelled"
         assert not lock_held(root)
         assert wait_gone(root) == []
 
@@ -254,5 +254,5 @@ class TestStopRequests:
         stop = cli(root, "stop")
         assert stop.returncode == 0, stop.stderr
         assert supervisor.finish() == 1
-        assert supervisor.stderr.strip() == "CORETSIA_WORKER_START_FAILED: worker-start-cancelled"
+        assert supervisor.error == "CORETSIA_WORKER_START_FAILED: worker-start-cancelled"
         assert wait_gone(root) == []

@@ -13,7 +13,7 @@ from pools import cli, lock_held, processes_in, wait_for, wait_gone, write_root
 def _fails_with(supervisors, root: Path, expected: str) -> None:  # type: ignore[no-untyped-def]
     supervisor = supervisors(root)
     assert supervisor.finish(60) == 1, supervisor.stderr
-    assert supervisor.stderr.strip() == expected
+    assert supervisor.error == expected
     assert "secret" not in supervisor.stderr + supervisor.stdout
     assert not lock_held(root)
     assert wait_gone(root) == []
@@ -62,7 +62,7 @@ class TestRuntimeFiles:
         (root / "var/tmp/worker.lock").mkdir(parents=True)
         supervisor = supervisors(root)
         assert supervisor.finish() == 1
-        assert supervisor.stderr.strip() == (
+        assert supervisor.error == (
             "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-lifecycle-lock-failed"
         )
         assert wait_gone(root) == []
@@ -72,7 +72,7 @@ class TestRuntimeFiles:
         (root / "var/tmp/worker.stop/inside").mkdir(parents=True)
         supervisor = supervisors(root)
         assert supervisor.finish() == 1
-        assert supervisor.stderr.strip() == (
+        assert supervisor.error == (
             "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-runtime-cleanup-failed"
         )
         assert not lock_held(root)

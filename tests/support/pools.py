@@ -234,6 +234,19 @@ class Supervisor:
         self.stderr = err.decode()
         return self.proc.returncode
 
+    @property
+    def logs(self) -> list[dict[str, object]]:
+        """The JSON log lines the supervisor and the guardian wrote on stderr."""
+        import json
+
+        return [json.loads(line) for line in self.stderr.splitlines() if line.startswith("{")]
+
+    @property
+    def error(self) -> str:
+        """What stderr says besides the log lines: the command's error, if any."""
+        lines = self.stderr.splitlines()
+        return "\n".join(line for line in lines if not line.startswith("{")).strip()
+
     def kill(self) -> None:
         """SIGKILL the supervisor and wait for it alone.
 

@@ -19,6 +19,7 @@ Rules of this module (everything that decides a worker's fate lives here):
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import signal
@@ -30,6 +31,7 @@ import trio
 from coretsia.guardian.backends import Backend, ForkBackend, ProcBackend
 from coretsia.guardian.channel import FramedChannel
 from coretsia.guardian.exit_kind import exit_kind
+from coretsia.guardian.logs import event
 from coretsia.guardian.reaper import reap_forever
 from coretsia.guardian.spawner import Spawner
 from coretsia.worker_protocol.catalogue import Reason
@@ -241,6 +243,10 @@ async def run_generation(channel: FramedChannel, hello: Hello, fence_fd: int) ->
             # that follow then fail and the supervisor asks for the shutdown.
             await generation.start_backend(nursery)
             supervisor_present = await _serve(channel, generation)
+            if not supervisor_present:
+                # The supervisor is gone (killed, or it broke the conversation): contain
+                # its generation on our own, with the budgets of the handshake.
+                event("guardian.containment", logging.WARNING)
             clean = await generation.shutdown()
             generation.post(Drained(clean=clean))
             if supervisor_present:

@@ -8,6 +8,7 @@ import trio
 
 from coretsia.guardian._version import __version__
 from coretsia.guardian.channel import FramedChannel
+from coretsia.guardian.logs import configure, event
 from coretsia.guardian.runtime import receive_frame, run_generation
 from coretsia.guardian.subreaper import become_subreaper
 from coretsia.worker_protocol import lock
@@ -42,6 +43,7 @@ async def _run(channel_fd: int) -> int:
             await _send(channel, Refused(reason=Reason.PEER_VERSION_MISMATCH))
             return 1
         os.umask(hello.umask)
+        configure("json" if hello.log_json else "text")
         await _send(channel, Welcome(peer_version=__version__, pid=os.getpid()))
         become_subreaper()
         try:
@@ -71,6 +73,7 @@ async def _run(channel_fd: int) -> int:
         finally:
             os.close(lock_fd)  # the lock is released last, after every worker is gone
         await _send(channel, Released())
+        event("guardian.released")
         return 0
     finally:
         channel.close()

@@ -111,12 +111,17 @@ def cmd_start(args: argparse.Namespace) -> ExitCode:
 
     import trio
 
+    from coretsia.guardian.logs import JsonFormatter, configure
     from coretsia.guardian.subreaper import become_subreaper
     from coretsia.supervisor.supervisor import Supervisor
 
     become_subreaper()  # what a killed guardian leaves behind comes to us (Linux)
 
-    supervisor = Supervisor(root, config, spec, driver, transport, umask, os.environ)
+    logger = configure(args.log_format)
+    log_json = isinstance(logger.handlers[0].formatter, JsonFormatter)
+    supervisor = Supervisor(
+        root, config, spec, driver, transport, umask, os.environ, log_json=log_json
+    )
     trio.run(supervisor.run)
     return ExitCode.OK
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import collections
 import hmac
+import logging
 import os
 import socket
 import stat
@@ -27,6 +28,7 @@ from typing import Final, Protocol
 
 import trio
 
+from coretsia.guardian.logs import event
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.control import (
     ControlRequest,
@@ -149,6 +151,7 @@ class ControlServer:
         with conn:
             request = await self._read_request(conn)
             if request is None or not hmac.compare_digest(request.credential, credential):
+                event("control.refused", logging.WARNING)
                 return
             try:
                 if request.command is ControlCommand.STOP:

@@ -57,6 +57,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_root(start)
     start.add_argument(
+        "--log-format",
+        choices=("auto", "json", "text"),
+        default="auto",
+        help="log lines on stderr: JSON, readable text, or auto (JSON unless a terminal)",
+    )
+    start.add_argument(
         "--config",
         metavar="FILE",
         default=None,

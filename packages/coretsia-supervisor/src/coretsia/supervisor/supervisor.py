@@ -21,6 +21,7 @@ Failures while starting or running end in the same shutdown, then the failure is
 from __future__ import annotations
 
 import collections
+import logging
 import math
 import os
 import secrets
@@ -33,6 +34,7 @@ from typing import Final
 
 import trio
 
+from coretsia.guardian.logs import event
 from coretsia.supervisor import files, generation, output
 from coretsia.supervisor._version import __version__
 from coretsia.supervisor.config import PoolConfig
@@ -108,6 +110,8 @@ class Supervisor:
         transport: Transport,
         umask: int,
         environ: Mapping[str, str],
+        *,
+        log_json: bool = False,
     ) -> None:
         self._root = root
         self._config = config
@@ -118,6 +122,7 @@ class Supervisor:
         self._environ = environ
         self._credential = secrets.token_hex(32)
         self._notifier = Notifier(environ)
+        self._log_json = log_json
         self._failure: WorkerError | None = None
         self._stop_requested = False
         self._stopping = False
@@ -172,6 +177,13 @@ class Supervisor:
             stop_timeout_ms=config.stop_timeout_ms,
             force_kill_timeout_ms=config.force_kill_timeout_ms,
             umask=self._umask,
+            log_json=self._log_json,
+        )
+        event(
+            "pool.starting",
+            worker_count=config.workers,
+            driver=self._driver.value,
+            control_transport=self._transport.value,
         )
         self._link = await GuardianLink.launch(self._root, hello, guardian_env(self._environ))
         nursery.start_soon(self._guardian_events, self._link)
@@ -213,6 +225,7 @@ class Supervisor:
         fields = output.summary_fields(self._pool.summary())
         output.summary(fields, as_json=False)
         self._notifier.ready(self._status_line())
+        event("pool.running", pid=self._pool.pid, worker_count=len(self._pool.slots))
         await self._pool.wait_until(lambda: self._stop_requested or self._failure is not None)
 
     def _start_settled(self) -> bool:
@@ -243,6 +256,7 @@ class Supervisor:
             await self._link.send(Spawn(slot=slot.index, argv=self._argv(slot)), (theirs.fileno(),))
         finally:
             theirs.close()
+        event("worker.spawned", slot=slot.index)
         slot.channel = trio.socket.from_stdlib_socket(ours)
         self._nursery.start_soon(self._read_worker, slot, slot.channel)
 
@@ -279,6 +293,7 @@ class Supervisor:
                 self._fail(WorkerStartFailedError(Reason.READINESS_INVALID))
                 return
             slot.state = SlotState.READY
+            event("worker.ready", slot=slot.index)
             self._publish_state()
         elif isinstance(frame, Failed):
             slot.failed_reason = frame.reason
@@ -296,6 +311,7 @@ class Supervisor:
             return
         slot = self._pool.slots[frame.slot]
         slot.state = SlotState.EXITED
+        event("worker.exited", slot=slot.index, exit_kind=frame.exit_kind)
         self._publish_state()
         self._pool.changed()
         if not self._stopping:
@@ -343,6 +359,7 @@ class Supervisor:
             if slot.state is not SlotState.READY or slot.channel is None:
                 continue
             self._recycling = slot
+            event("worker.retired", slot=slot.index)
             assert self._nursery is not None
             self._nursery.start_soon(self._send_retire, slot.channel)
 
@@ -389,6 +406,7 @@ class Supervisor:
                 else:
                     self._fail(WorkerStartFailedError(Reason.CHILD_START_FAILED))
             elif isinstance(frame, Phase):
+                event(f"shutdown.{frame.phase.value}")
                 self._broadcast(StopProgress(frame.phase, frame.budget_ms))
             elif isinstance(frame, Drained):
                 self._drained_clean = frame.clean
@@ -403,12 +421,14 @@ class Supervisor:
 
     def answer(self, command: ControlCommand) -> ControlResponse:
         """Answer ``status`` or ``health`` from the live pool."""
+        event("control.served", logging.DEBUG, operation=command.value)
         if command is ControlCommand.HEALTH:
             return self._pool.health(failure_pending=self._failure is not None)
         return StatusResponse(self._pool.summary())
 
     def subscribe_stop(self) -> trio.MemoryReceiveChannel[ControlResponse]:
         """Register a ``stop`` client and request shutdown."""
+        event("control.served", operation=ControlCommand.STOP.value)
         send, receive = trio.open_memory_channel[ControlResponse](math.inf)
         self._subscribers.append(send)
         self._request_stop()
@@ -540,6 +560,7 @@ class Supervisor:
             return
         self._stopping = True
         self._notifier.stopping()
+        event("pool.stopping")
         config = self._config
         if self._state_published:
             self._pool.status = PoolStatus.STOPPING
@@ -583,6 +604,15 @@ class Supervisor:
             self._fail(WorkerLifecycleFailedError(Reason.SHUTDOWN_FAILED))
         if not cleaned:
             self._fail(WorkerLifecycleFailedError(Reason.RUNTIME_CLEANUP_FAILED))
+        if self._failure is None:
+            event("pool.stopped", outcome="clean")
+        else:
+            event(
+                "pool.failed",
+                logging.ERROR,
+                reason=self._failure.reason.value,
+                status=self._failure.code.value,
+            )
         final: ControlResponse = (
             StoppedResponse() if clean and released else ErrorResponse(Reason.SHUTDOWN_FAILED)
         )

@@ -14,18 +14,26 @@ so that what we send is checked by exactly the rules the peer applies.
 
 from __future__ import annotations
 
-import enum
 import json
-from collections.abc import Callable
-from typing import Any, Final, TypeVar
 
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import LocalProtocolError, RemoteProtocolError
 
-E = TypeVar("E", bound=enum.Enum)
-T = TypeVar("T")
+# Not ``from typing import ...``: this module is on every worker's boot path and the
+# probe path, where importing typing costs milliseconds; type checkers honour a
+# module-level TYPE_CHECKING all the same.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import enum
+    from collections.abc import Callable
+    from typing import Any, Final, TypeVar
 
-JsonObject = dict[str, Any]
+    E = TypeVar("E", bound=enum.Enum)
+    T = TypeVar("T")
+
+    JsonObject = dict[str, Any]
+else:
+    JsonObject = dict[str, object]  # the alias at run time, for introspection only
 
 _HEX: Final = frozenset("0123456789abcdef")
 

@@ -7,7 +7,11 @@ lock means "not running" whatever the other files say.
 
 from __future__ import annotations
 
-from typing import Final
+# Not ``from typing import Final``: this module is on every worker's boot path, where
+# importing typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 RUNTIME_DIR: Final = "var/tmp"
 """Where the lifecycle files live."""

@@ -7,7 +7,11 @@ segment that could climb out of the root, name a stream wrapper or hide from a l
 
 from __future__ import annotations
 
-from typing import Final
+# Not ``from typing import Final``: this module is on every worker's boot path, where
+# importing typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 MAX_PATH_CHARS: Final = 200
 """Longest accepted relative path; UNIX socket paths must also fit ``sun_path``."""

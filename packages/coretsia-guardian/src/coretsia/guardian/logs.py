@@ -1,0 +1,92 @@
+"""Structured logs of the supervisor and the guardian: one event per line on stderr.
+
+JSON lines when stderr is not a terminal (journald, containers and log shippers read them
+as they are), readable text on a terminal; ``--log-format`` forces either. Every event
+has a stable name (``pool.running``, ``worker.exited``...) and carries only safe fields:
+seed 000's list, plus two that exist only in logs (a documented deviation): ``slot``, a
+bounded slot index, and ``exit_kind``, a bounded token such as ``signal-kill``, so that an
+operator can tell which slot died and how (an out-of-memory kill would otherwise be
+invisible). Anything else is refused at the call site: redaction is an allow-list, kept
+here in one place. Paths, ports, credentials, payloads and exception messages have no
+field to travel in.
+
+Standard library :mod:`logging` only: the guardian uses it too, and it must not import the
+supervisor.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from typing import Final
+
+LOGGER_NAME: Final = "coretsia"
+
+SAFE_FIELDS: Final = frozenset(
+    {
+        "status",
+        "pool_status",
+        "pid",
+        "worker_count",
+        "ready_worker_count",
+        "healthy",
+        "reason",
+        "driver",
+        "control_transport",
+        "endpoint_hash",
+        "operation",
+        "outcome",
+        "duration_ms",
+        # Log-only deviation (see the module docstring):
+        "slot",
+        "exit_kind",
+    }
+)
+
+Field = str | int | bool
+
+
+class JsonFormatter(logging.Formatter):
+    """``{"event": ..., "level": ..., "ts": ..., <safe fields>}``, sorted, one line."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        body: dict[str, Field] = {
+            "event": record.getMessage(),
+            "level": record.levelname.lower(),
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+        }
+        body.update(getattr(record, "fields", {}))
+        return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+class TextFormatter(logging.Formatter):
+    """``event key=value ...`` for a human at a terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = getattr(record, "fields", {})
+        rest = " ".join(f"{k}={v}" for k, v in sorted(fields.items()))
+        return f"coretsia: {record.getMessage()} {rest}".rstrip()
+
+
+def configure(log_format: str = "auto") -> logging.Logger:
+    """Set up the process's one handler; ``auto`` is JSON unless stderr is a terminal."""
+    use_json = log_format == "json" or (log_format == "auto" and not sys.stderr.isatty())
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if use_json else TextFormatter())
+    logger = logging.getLogger(LOGGER_NAME)
+    logger.handlers[:] = [handler]
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    return logger
+
+
+def event(name: str, level: int = logging.INFO, **fields: Field) -> None:
+    """Log one event with safe fields only (anything else is a programming error)."""
+    unsafe = set(fields) - SAFE_FIELDS
+    if unsafe:
+        msg = "unsafe log field"
+        raise ValueError(msg)
+    logging.getLogger(LOGGER_NAME).log(level, name, extra={"fields": fields})
