@@ -22,28 +22,12 @@ import sys
 import time
 from typing import Final
 
+from coretsia.worker_protocol.vocabulary import SAFE_FIELDS as SEED_SAFE_FIELDS
+
 LOGGER_NAME: Final = "coretsia"
 
-SAFE_FIELDS: Final = frozenset(
-    {
-        "status",
-        "pool_status",
-        "pid",
-        "worker_count",
-        "ready_worker_count",
-        "healthy",
-        "reason",
-        "driver",
-        "control_transport",
-        "endpoint_hash",
-        "operation",
-        "outcome",
-        "duration_ms",
-        # Log-only deviation (see the module docstring):
-        "slot",
-        "exit_kind",
-    }
-)
+SAFE_FIELDS: Final = SEED_SAFE_FIELDS | {"slot", "exit_kind"}
+"""Seed 000's safe fields, plus the two log-only ones (see the module docstring)."""
 
 Field = str | int | bool
 

@@ -12,28 +12,10 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Mapping
-from typing import Final
 
 from coretsia.worker_protocol.control import PoolSummary
 from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerError
-
-SAFE_FIELDS: Final = frozenset(
-    {
-        "status",
-        "pool_status",
-        "pid",
-        "worker_count",
-        "ready_worker_count",
-        "healthy",
-        "reason",
-        "driver",
-        "control_transport",
-        "endpoint_hash",
-        "operation",
-        "outcome",
-        "duration_ms",
-    }
-)
+from coretsia.worker_protocol.vocabulary import SAFE_FIELDS
 
 Fields = Mapping[str, "str | int | bool"]
 

@@ -24,6 +24,26 @@ ENDPOINT_HASH_HEX_LEN: Final = 32
 """The public endpoint hash: 128 bits of a keyed SHA-256, in lowercase hexadecimal."""
 
 
+SAFE_FIELDS: Final = frozenset(
+    {
+        "status",
+        "pool_status",
+        "pid",
+        "worker_count",
+        "ready_worker_count",
+        "healthy",
+        "reason",
+        "driver",
+        "control_transport",
+        "endpoint_hash",
+        "operation",
+        "outcome",
+        "duration_ms",
+    }
+)
+"""Seed 000's safe public fields: the only ones any public output may carry."""
+
+
 class PoolStatus(str, enum.Enum):
     """The persisted pool status (``stopped`` is only ever a terminal control answer)."""
 
