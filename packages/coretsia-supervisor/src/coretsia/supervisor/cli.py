@@ -93,8 +93,12 @@ def cmd_stop(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
-def cmd_start(args: argparse.Namespace) -> ExitCode:
+def cmd_start(args: argparse.Namespace) -> int:
     """Run the pool in the foreground until it is stopped."""
+    from coretsia.supervisor import init
+
+    if init.needed():  # PID 1 of a container: become a tiny init, run ourselves below it
+        return init.run([sys.executable, "-m", "coretsia.supervisor.cli", *sys.argv[1:]])
     # Before any thread exists: every file and socket the supervisor creates is private
     # from birth. The operator's umask is handed to the guardian for the workers.
     umask = os.umask(0o077)
@@ -126,7 +130,7 @@ def cmd_start(args: argparse.Namespace) -> ExitCode:
     return ExitCode.OK
 
 
-COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], ExitCode], Callable[[], WorkerError]]] = {
+COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[], WorkerError]]] = {
     "start": (cmd_start, lambda: WorkerStartFailedError(Reason.START_FAILED)),
     "stop": (cmd_stop, WorkerCommunicationFailedError),
     "status": (cmd_status, WorkerCommunicationFailedError),
