@@ -1,7 +1,7 @@
 """Developer and CI sessions for the Coretsia Worker monorepo.
 
 Run with the nox that ``bin/setup`` installs: ``.venv/bin/nox`` (default: tests, lint,
-typecheck), or ``.venv/bin/nox -s build`` / ``-s manpages``.
+typecheck), or ``.venv/bin/nox -s build`` / ``-s manpages`` / ``-s bench``.
 
 Every session installs from ``uv.lock`` (``uv sync --locked``), so a session sees exactly
 the versions the developer environment and CI see, and a stale lock fails loudly.
@@ -213,6 +213,18 @@ def build(session: nox.Session) -> None:
                 " v.__version__)"
             )
             session.run(str(venv / "bin" / "python"), "-c", check, external=True)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """The benchmark (bench/run.py): real pools against a bare-Python floor; not a default.
+
+    Prints the table and writes bench/results/<timestamp>.{json,md}; budgets and the reasons
+    behind any miss are in docs/performance.md. Arguments after ``--`` go to bench/run.py
+    (``--runs 5``, ``--no-1024``, ``--quick``, ``--only s3,s6``, ``--wait-idle 600``).
+    """
+    _sync(session, "--all-packages")
+    session.run("python", str(ROOT / "bench" / "run.py"), *session.posargs)
 
 
 @nox.session

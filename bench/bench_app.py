@@ -1,0 +1,84 @@
+"""The application the benchmark pools run: two task sources, standard library only.
+
+``bench/run.py`` copies this file into each pool's project root (``app_path = ["."]``),
+so the workers import it as ``bench_app`` exactly as they would import an application.
+
+* ``idle``: the minimal task worker. Ready at once, hands out nothing, waits for the
+  cooperative stop (S1, S2, S4, S5, S6).
+* ``logged``: hands out no-op tasks as fast as they are asked for; writes a monotonic
+  timestamp to ``recycle.log`` in ``assert_ready`` and from an ``atexit`` handler, so
+  the time from one worker's clean exit to its replacement's readiness can be read from
+  the workers' own clocks (S3).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+TYPE_CHECKING = False  # not typing's: a worker should not pay for importing typing
+if TYPE_CHECKING:
+    from coretsia.worker_protocol.task_source import TaskSourceContext
+
+
+class _Task:
+    __slots__ = ()
+
+    def run(self) -> object:
+        return None
+
+    def complete(self, result: object) -> None:
+        pass
+
+    def fail(self, error: BaseException) -> None:
+        pass
+
+
+_TASK = _Task()
+
+
+class IdleSource:
+    """Waits for stop; hands out no task."""
+
+    def __init__(self, context: TaskSourceContext) -> None:
+        self.context = context
+
+    def assert_ready(self) -> None:
+        pass
+
+    def receive(self) -> _Task | None:
+        self.context.wait_for_stop(None)
+        return None
+
+
+def idle(context: TaskSourceContext) -> IdleSource:
+    return IdleSource(context)
+
+
+def _log(event: str, slot: int) -> None:
+    line = f"{event} {slot} {time.monotonic()!r}\n".encode()
+    fd = os.open("recycle.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+class LoggedSource(IdleSource):
+    """No-op tasks as fast as they are asked for; logs readiness and clean exit."""
+
+    def assert_ready(self) -> None:
+        import atexit
+
+        slot: int = self.context.slot
+        atexit.register(_log, "exit", slot)
+        _log("ready", slot)
+
+    def receive(self) -> _Task | None:
+        if self.context.stopping:
+            return None
+        return _TASK
+
+
+def logged(context: TaskSourceContext) -> LoggedSource:
+    return LoggedSource(context)
