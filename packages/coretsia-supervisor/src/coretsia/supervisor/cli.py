@@ -87,8 +87,19 @@ def cmd_health(args: argparse.Namespace) -> ExitCode:
 
 
 def cmd_stop(args: argparse.Namespace) -> ExitCode:
-    """Stop the pool; returns after ``stopped`` (every worker reaped, lock free)."""
-    _client(args.root).stop()
+    """Stop the pool; returns after ``stopped`` (every worker reaped, lock free).
+
+    On a terminal (and without ``--json``) it shows the shutdown phase the pool is in
+    and counts down that phase's budget.
+    """
+    client = _client(args.root)
+    if args.json or not output.is_terminal():
+        client.stop()
+    else:
+        from coretsia.supervisor.stop_progress import Countdown
+
+        with Countdown() as countdown:
+            client.stop(countdown.phase)
     output.summary({"status": "stopped"}, as_json=args.json)
     return ExitCode.OK
 

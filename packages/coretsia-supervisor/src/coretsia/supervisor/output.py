@@ -42,9 +42,29 @@ def _checked(fields: Fields) -> Fields:
     return fields
 
 
+def is_terminal() -> bool:
+    """Whether stdout is a person's terminal (where live progress lines make sense)."""
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def progress(text: str) -> None:
+    """Redraw one live line on a terminal (``\r`` and erase); nothing elsewhere.
+
+    Only for people watching: with ``--json`` or without a terminal, callers do not call
+    this, so scripts and logs see the normal output alone.
+    """
+    sys.stdout.write("\r\x1b[K" + text)
+    sys.stdout.flush()
+
+
 def summary(fields: Fields, *, as_json: bool) -> None:
     """Print one summary line: deterministic JSON, or readable text."""
     _checked(fields)
+    if not as_json and is_terminal():
+        sys.stdout.write("\r\x1b[K")  # replaces a live progress line, if one is shown
     if as_json:
         line = json.dumps(dict(fields), sort_keys=True, separators=(",", ":"))
     else:

@@ -122,6 +122,7 @@ class Supervisor:
         self._environ = environ
         self._credential = secrets.token_hex(32)
         self._notifier = Notifier(environ)
+        self._show_progress = output.is_terminal()
         self._log_json = log_json
         self._failure: WorkerError | None = None
         self._stop_requested = False
@@ -295,6 +296,8 @@ class Supervisor:
             slot.state = SlotState.READY
             event("worker.ready", slot=slot.index)
             self._publish_state()
+            if self._show_progress and self._pool.status is PoolStatus.STARTING:
+                output.progress(self._status_line())
         elif isinstance(frame, Failed):
             slot.failed_reason = frame.reason
         elif isinstance(frame, Retiring):
