@@ -69,6 +69,7 @@ def hello(version: str = __version__) -> bytes:
             stop_timeout_ms=1000,
             force_kill_timeout_ms=500,
             umask=0o022,
+            log_json=False,
         )
     )
 
@@ -89,7 +90,8 @@ class TestHandshake:
         assert welcome.pid == guardian.proc.pid
         assert isinstance(guardian.receive(), Locked)
         guardian.send(encode_guardian_frame(Shutdown()))
-        assert guardian.finish() == (0, b"", b"")
+        # Nothing but its own log line (text: the hello asked for no JSON).
+        assert guardian.finish() == (0, b"", b"coretsia: guardian.released\n")
 
     def test_peer_of_another_version_is_refused(self, root: Path) -> None:
         """A supervisor of another version is refused with a clear token."""

@@ -34,6 +34,7 @@ GUARDIAN_FRAMES: list[Any] = [
         stop_timeout_ms=10000,
         force_kill_timeout_ms=1000,
         umask=0o022,
+        log_json=False,
     ),
     g.Welcome(peer_version="1.2.3", pid=77),
     g.Locked(),
@@ -135,7 +136,12 @@ class TestRoundTrip:
 
 SPAWN = g.Spawn(slot=1, argv=("a", "b"))
 HELLO = g.Hello(
-    peer_version="1", driver=Driver.PROC, stop_timeout_ms=1, force_kill_timeout_ms=1, umask=0
+    peer_version="1",
+    driver=Driver.PROC,
+    stop_timeout_ms=1,
+    force_kill_timeout_ms=1,
+    umask=0,
+    log_json=True,
 )
 
 

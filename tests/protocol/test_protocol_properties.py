@@ -172,6 +172,7 @@ guardian_frames = st.one_of(
         stop_timeout_ms=ints,
         force_kill_timeout_ms=ints,
         umask=ints,
+        log_json=st.booleans(),
     ),
     welcome,
     st.just(g.Locked()),

@@ -33,6 +33,7 @@ HELLO = Hello(
     stop_timeout_ms=1000,
     force_kill_timeout_ms=500,
     umask=0o022,
+    log_json=False,
 )
 
 

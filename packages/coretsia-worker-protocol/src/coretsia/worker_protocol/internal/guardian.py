@@ -43,7 +43,7 @@ class Hello:
     force_kill_timeout_ms: int
     umask: int
     """The operator's umask, restored in the guardian so workers create files as usual."""
-    log_json: bool = False
+    log_json: bool
     """Whether the guardian writes its log lines as JSON (the supervisor's choice)."""
 
 

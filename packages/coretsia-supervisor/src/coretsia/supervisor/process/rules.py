@@ -1,0 +1,97 @@
+"""The value rules of seed 003 shared by registration and snapshot loading.
+
+The manager checks a value when it is registered and :func:`load_snapshot` checks it
+again when a frozen description is read back (a generation file can be edited or come
+from another version), so both use these functions. Like :mod:`.errors` this module
+imports nothing: loading a snapshot sits on a worker's boot path.
+"""
+
+from __future__ import annotations
+
+from coretsia.supervisor.process.errors import (
+    InvalidProcessNameError,
+    ProcessArgumentError,
+)
+
+__all__ = [
+    "IPC_MSGQUEUE",
+    "IPC_NONE",
+    "IPC_TYPES",
+    "IPC_UNIXSOCK",
+    "MAX_MSG_QUEUE_KEY",
+    "MAX_WORKERS",
+    "check_flag",
+    "check_ipc_type",
+    "check_msg_queue_key",
+    "check_name",
+    "check_worker_num",
+]
+
+MAX_WORKERS = 1024
+"""Seed 003's total registration limit: workers of every entry together."""
+
+IPC_NONE = "none"
+IPC_UNIXSOCK = "unixsock"
+IPC_MSGQUEUE = "msgqueue"
+IPC_TYPES = frozenset({IPC_NONE, IPC_UNIXSOCK, IPC_MSGQUEUE})
+"""The pool-wide IPC modes of seed 003 (``socket`` is deliberately absent)."""
+
+_IPC_SOCKET = "socket"
+
+MAX_MSG_QUEUE_KEY = 0x7FFF_FFFF
+"""System V ``key_t`` is a signed 32-bit int; keys above this would not survive the call."""
+
+
+def check_name(name: object) -> str:
+    """Return ``name`` as a plain ``str`` if it is a valid explicit entry name.
+
+    Seed 003: non-empty, case-sensitive, kept whole (no truncation, no normalisation).
+    A name that cannot be encoded as UTF-8 (a lone surrogate) is refused too, because
+    the generation stores names in UTF-8 JSON.
+    """
+    if not isinstance(name, str) or not name:
+        raise InvalidProcessNameError
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidProcessNameError from None
+    return str(name)
+
+
+def check_worker_num(worker_num: object) -> int:
+    """A worker count is an ``int`` (not a ``bool``) between 0 and :data:`MAX_WORKERS`."""
+    if type(worker_num) is not int or worker_num < 0:
+        raise ProcessArgumentError("a worker count must be a non-negative integer")
+    if worker_num > MAX_WORKERS:
+        raise ProcessArgumentError("a worker count cannot exceed 1024")
+    return worker_num
+
+
+def check_flag(value: object, *, optional: bool) -> bool | None:
+    """A flag is a ``bool``; an override may also be ``None`` (inherit)."""
+    if value is None and optional:
+        return None
+    if type(value) is not bool:
+        raise ProcessArgumentError("an async or enabled flag must be a bool")
+    return value
+
+
+def check_ipc_type(ipc_type: object) -> str:
+    """One of :data:`IPC_TYPES`; ``socket`` gets its own explanation."""
+    if isinstance(ipc_type, str) and ipc_type == _IPC_SOCKET:
+        raise ProcessArgumentError(
+            "the socket IPC type is not supported: it needs a listen step before start "
+            "that this manager does not have"
+        )
+    if not isinstance(ipc_type, str) or ipc_type not in IPC_TYPES:
+        raise ProcessArgumentError("the IPC type must be one of none, unixsock, msgqueue")
+    return str(ipc_type)
+
+
+def check_msg_queue_key(key: object) -> int:
+    """An ``int`` (not a ``bool``) from 0 (a private queue) to :data:`MAX_MSG_QUEUE_KEY`."""
+    if type(key) is not int or not 0 <= key <= MAX_MSG_QUEUE_KEY:
+        raise ProcessArgumentError(
+            "the message queue key must be an integer from 0 to 2147483647"
+        )
+    return key
