@@ -66,8 +66,16 @@ def is_async_callable(function: object) -> bool:
     import inspect  # here, not at the top: inspect would cost every worker boot
 
     return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
-        getattr(function, "__call__", None)
+        _call_method(function)
     )
+
+
+def _call_method(function: object) -> object:
+    """The class's ``__call__``: what runs when an instance of a callable class is called."""
+    try:
+        return type(function).__call__
+    except AttributeError:
+        return None
 
 
 def is_generator_callable(function: object) -> bool:
@@ -76,7 +84,7 @@ def is_generator_callable(function: object) -> bool:
 
     return any(
         check(candidate)
-        for candidate in (function, getattr(function, "__call__", None))
+        for candidate in (function, _call_method(function))
         for check in (inspect.isgeneratorfunction, inspect.isasyncgenfunction)
     )
 
@@ -99,18 +107,14 @@ class ProcessDefinition:
         enable_async: bool | None = None,
         enabled: bool = True,
     ) -> None:
-        if isinstance(function, (type, ProcessDefinition, AsyncOverride)) or not callable(
-            function
-        ):
+        if isinstance(function, (type, ProcessDefinition, AsyncOverride)) or not callable(function):
             raise ProcessTargetError("a process definition wraps a function or callable")
         if enable_async is not None and type(enable_async) is not bool:
             raise ProcessArgumentError("an async or enabled flag must be a bool")
         if type(enabled) is not bool:
             raise ProcessArgumentError("an async or enabled flag must be a bool")
         self._function = function
-        self._enable_async = (
-            is_async_callable(function) if enable_async is None else enable_async
-        )
+        self._enable_async = is_async_callable(function) if enable_async is None else enable_async
         self._enabled = enabled
 
     @property

@@ -54,7 +54,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
 
-    from typing_extensions import Self
+    from coretsia.supervisor.process.decorator import Discovered
 
 __all__ = ["ProcessEntry", "ProcessManager"]
 
@@ -64,10 +64,17 @@ class ProcessEntry:
     """One registered worker: its name and id, the effective task and how to rebuild it.
 
     ``task`` is what :meth:`ProcessManager.get` returns; ``target`` and ``kind`` are the
-    address and kind of :mod:`.targets`; ``enable_async`` is the effective flag.
+    address and kind of :mod:`.targets`; ``enable_async`` is the effective flag. Read-only:
+    :meth:`ProcessManager.entries` hands out the registry's own records.
     """
 
     __slots__ = ("enable_async", "kind", "name", "target", "task", "worker_id")
+    name: str
+    worker_id: int
+    task: Process
+    target: str
+    kind: str
+    enable_async: bool
 
     def __init__(
         self,
@@ -78,12 +85,21 @@ class ProcessEntry:
         kind: str,
         enable_async: bool,
     ) -> None:
-        self.name = name
-        self.worker_id = worker_id
-        self.task = task
-        self.target = target
-        self.kind = kind
-        self.enable_async = enable_async
+        for slot, value in (
+            ("name", name),
+            ("worker_id", worker_id),
+            ("task", task),
+            ("target", target),
+            ("kind", kind),
+            ("enable_async", enable_async),
+        ):
+            object.__setattr__(self, slot, value)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(name)
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(name)
 
     def __repr__(self) -> str:
         return f"ProcessEntry(worker_id={self.worker_id}, kind={self.kind!r})"
@@ -126,6 +142,7 @@ class ProcessManager:
         self._ipc_type = check_ipc_type(ipc_type)
         self._msg_queue_key = check_msg_queue_key(msg_queue_key)
         self._entries: dict[str, ProcessEntry] = {}
+        self._discovered: tuple[Discovered, ...] = ()
         self._closed = False
 
     # -- registration ---------------------------------------------------------------
@@ -135,7 +152,7 @@ class ProcessManager:
         process: Process | Callable[[Any, int], object],
         enable_async: bool | None = None,
         name: str | None = None,
-    ) -> Self:
+    ) -> ProcessManager:
         """Register one worker running ``process``; return this manager.
 
         ``process`` is a :class:`Process` or a callable ``(pool, worker_id)``, adapted to
@@ -150,7 +167,7 @@ class ProcessManager:
         process: Process | Callable[[Any, int], object],
         enable_async: bool | None = None,
         name: str | None = None,
-    ) -> Self:
+    ) -> ProcessManager:
         """Register ``worker_num`` workers running ``process``, all or none; return self.
 
         Named: ``name`` for one worker, ``name:0`` ... ``name:N-1`` for several.
@@ -191,8 +208,12 @@ class ProcessManager:
             )
         return _Batch(count if enabled else 0, task, explicit, target, kind, effective)
 
-    def _commit(self, batches: Iterable[_Batch]) -> None:
-        """Name and add every worker of ``batches``, or nothing if any rule breaks."""
+    def _commit(self, batches: Iterable[_Batch], discovered: Iterable[Discovered] = ()) -> None:
+        """Name and add every worker of ``batches``, or nothing if any rule breaks.
+
+        ``discovered`` are the decorator declarations behind ``batches`` (from
+        :func:`.decorator.discover`), recorded with them for the generation.
+        """
         self._check_open()
         worker_id = len(self._entries)
         added: dict[str, ProcessEntry] = {}
@@ -213,6 +234,7 @@ class ProcessManager:
                 )
                 worker_id += 1
         self._entries.update(added)
+        self._discovered += tuple(discovered)
 
     # -- queries --------------------------------------------------------------------
 
@@ -235,9 +257,13 @@ class ProcessManager:
         """Every registered worker in worker-id order, with its address (for the runtime)."""
         return tuple(self._entries.values())
 
+    def discovered(self) -> tuple[Discovered, ...]:
+        """The ``@process`` declarations :func:`.decorator.discover` found, in order."""
+        return self._discovered
+
     # -- pool-wide settings ---------------------------------------------------------
 
-    def set_ipc_type(self, ipc_type: str) -> Self:
+    def set_ipc_type(self, ipc_type: str) -> ProcessManager:
         """Set the IPC mode every worker shares; return this manager."""
         self._check_open()
         self._ipc_type = check_ipc_type(ipc_type)
@@ -247,7 +273,7 @@ class ProcessManager:
         """The IPC mode: ``none``, ``unixsock`` or ``msgqueue``."""
         return self._ipc_type
 
-    def set_msg_queue_key(self, msg_queue_key: int) -> Self:
+    def set_msg_queue_key(self, msg_queue_key: int) -> ProcessManager:
         """Set the System V message-queue key (0: a private queue); return this manager."""
         self._check_open()
         self._msg_queue_key = check_msg_queue_key(msg_queue_key)

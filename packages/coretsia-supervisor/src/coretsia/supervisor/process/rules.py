@@ -18,6 +18,10 @@ __all__ = [
     "IPC_NONE",
     "IPC_TYPES",
     "IPC_UNIXSOCK",
+    "KINDS",
+    "KIND_CALLABLE",
+    "KIND_FUNCTION",
+    "KIND_PROCESS",
     "MAX_MSG_QUEUE_KEY",
     "MAX_WORKERS",
     "check_flag",
@@ -25,6 +29,7 @@ __all__ = [
     "check_msg_queue_key",
     "check_name",
     "check_worker_num",
+    "is_target",
 ]
 
 MAX_WORKERS = 1024
@@ -37,6 +42,12 @@ IPC_TYPES = frozenset({IPC_NONE, IPC_UNIXSOCK, IPC_MSGQUEUE})
 """The pool-wide IPC modes of seed 003 (``socket`` is deliberately absent)."""
 
 _IPC_SOCKET = "socket"
+
+KIND_FUNCTION = "function"
+KIND_PROCESS = "process"
+KIND_CALLABLE = "callable"
+KINDS = frozenset({KIND_FUNCTION, KIND_PROCESS, KIND_CALLABLE})
+"""How a worker turns an entry's address back into something to run (see :mod:`.targets`)."""
 
 MAX_MSG_QUEUE_KEY = 0x7FFF_FFFF
 """System V ``key_t`` is a signed 32-bit int; keys above this would not survive the call."""
@@ -91,7 +102,12 @@ def check_ipc_type(ipc_type: object) -> str:
 def check_msg_queue_key(key: object) -> int:
     """An ``int`` (not a ``bool``) from 0 (a private queue) to :data:`MAX_MSG_QUEUE_KEY`."""
     if type(key) is not int or not 0 <= key <= MAX_MSG_QUEUE_KEY:
-        raise ProcessArgumentError(
-            "the message queue key must be an integer from 0 to 2147483647"
-        )
+        raise ProcessArgumentError("the message queue key must be an integer from 0 to 2147483647")
     return key
+
+
+def is_target(target: object) -> bool:
+    """Whether ``target`` has the ``module:qualname`` form, both parts dotted identifiers."""
+    if not isinstance(target, str) or target.count(":") != 1:
+        return False
+    return all(part.isidentifier() for half in target.split(":") for part in half.split("."))

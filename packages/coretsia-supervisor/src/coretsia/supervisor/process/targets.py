@@ -25,6 +25,7 @@ imports the script again in each worker the way multiprocessing's spawn mode doe
 
 from __future__ import annotations
 
+import os
 import sys
 from types import MethodType, ModuleType
 
@@ -35,24 +36,15 @@ from coretsia.supervisor.process.definition import (
     is_generator_callable,
 )
 from coretsia.supervisor.process.errors import ProcessTargetError
+from coretsia.supervisor.process.rules import KIND_CALLABLE, KIND_FUNCTION, KIND_PROCESS
 
 __all__ = [
-    "KINDS",
-    "KIND_CALLABLE",
-    "KIND_FUNCTION",
-    "KIND_PROCESS",
     "async_shape",
     "check_class",
     "describe",
     "is_process",
     "target_of",
 ]
-
-KIND_FUNCTION = "function"
-KIND_PROCESS = "process"
-KIND_CALLABLE = "callable"
-KINDS = frozenset({KIND_FUNCTION, KIND_PROCESS, KIND_CALLABLE})
-"""How a worker turns an address back into something to run (see the module docstring)."""
 
 _MAIN = "__main__"
 
@@ -131,12 +123,10 @@ def _describe_callable(function: object) -> tuple[str, str]:
     if isinstance(function, type):
         raise ProcessTargetError("a class was given where an instance or a function belongs")
     owner = getattr(function, "__self__", None)
-    if owner is not None and not isinstance(owner, ModuleType):
-        if not isinstance(owner, type):
-            raise ProcessTargetError(
-                "a bound method of an instance cannot be re-created in a worker"
-            )
-        # A classmethod reached through its class: re-created through that class.
+    # A classmethod reached through its class (``__self__`` is a class) is re-created
+    # through that class; any other ``__self__`` is an instance nobody can rebuild.
+    if owner is not None and not isinstance(owner, (ModuleType, type)):
+        raise ProcessTargetError("a bound method of an instance cannot be re-created in a worker")
     qualname = getattr(function, "__qualname__", None)
     module = getattr(function, "__module__", None)
     if not isinstance(qualname, str):
@@ -199,8 +189,13 @@ def _module(name: str) -> ModuleType:
 
 
 def _main_is_reimportable(main: ModuleType) -> bool:
-    """multiprocessing's spawn rule: the main module has a spec name or a file."""
+    """multiprocessing's spawn rule: the main module has a spec name or a real file.
+
+    ``python -`` reports ``__file__`` as ``<stdin>``, which no worker could read again,
+    hence the check that the file exists.
+    """
     spec = getattr(main, "__spec__", None)
     if spec is not None and isinstance(getattr(spec, "name", None), str):
         return True
-    return isinstance(getattr(main, "__file__", None), str)
+    path = getattr(main, "__file__", None)
+    return isinstance(path, str) and os.path.isfile(path)

@@ -1,0 +1,128 @@
+"""Named pools of process entries (seed 003): registration, declarations, snapshots.
+
+This sub-package is the registration half of seed 003's ``ProcessManager``: the entry
+types (:class:`Process`, :class:`ProcessDefinition`), the manager's naming, batch,
+limit, async and re-creatability rules, the ``@process`` decorator with its discovery,
+and the versioned snapshot the generation will carry. It has no pool runtime yet:
+``ProcessManager.start`` and ``stop`` come next, on the supervisor, the launcher and the
+guardian, and will call ``ProcessManager._close_registration`` at the first start
+attempt.
+
+Every worker is a fresh interpreter, so an entry is re-created there from its
+``module:qualname`` (:func:`target_of`): the object registered in the parent is built
+again in each worker, and anything without such an address is refused at registration.
+
+Names are loaded lazily (PEP 562): an application module that only uses ``@process`` is
+imported again by every worker, and should not pay for :mod:`typing` or :mod:`inspect`
+there.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from coretsia.supervisor.process.decorator import (
+        Discovered as Discovered,
+    )
+    from coretsia.supervisor.process.decorator import (
+        ProcessDeclaration as ProcessDeclaration,
+    )
+    from coretsia.supervisor.process.decorator import discover as discover
+    from coretsia.supervisor.process.decorator import process as process
+    from coretsia.supervisor.process.definition import AsyncOverride as AsyncOverride
+    from coretsia.supervisor.process.definition import Process as Process
+    from coretsia.supervisor.process.definition import (
+        ProcessDefinition as ProcessDefinition,
+    )
+    from coretsia.supervisor.process.definition import effective_async as effective_async
+    from coretsia.supervisor.process.errors import (
+        AsyncMismatchError as AsyncMismatchError,
+    )
+    from coretsia.supervisor.process.errors import (
+        DuplicateProcessNameError as DuplicateProcessNameError,
+    )
+    from coretsia.supervisor.process.errors import (
+        InvalidProcessNameError as InvalidProcessNameError,
+    )
+    from coretsia.supervisor.process.errors import (
+        ProcessArgumentError as ProcessArgumentError,
+    )
+    from coretsia.supervisor.process.errors import ProcessError as ProcessError
+    from coretsia.supervisor.process.errors import (
+        ProcessLimitExceededError as ProcessLimitExceededError,
+    )
+    from coretsia.supervisor.process.errors import (
+        ProcessNotFoundError as ProcessNotFoundError,
+    )
+    from coretsia.supervisor.process.errors import (
+        ProcessSnapshotError as ProcessSnapshotError,
+    )
+    from coretsia.supervisor.process.errors import (
+        ProcessTargetError as ProcessTargetError,
+    )
+    from coretsia.supervisor.process.errors import (
+        RegistrationClosedError as RegistrationClosedError,
+    )
+    from coretsia.supervisor.process.manager import ProcessEntry as ProcessEntry
+    from coretsia.supervisor.process.manager import ProcessManager as ProcessManager
+    from coretsia.supervisor.process.rules import IPC_MSGQUEUE as IPC_MSGQUEUE
+    from coretsia.supervisor.process.rules import IPC_NONE as IPC_NONE
+    from coretsia.supervisor.process.rules import IPC_UNIXSOCK as IPC_UNIXSOCK
+    from coretsia.supervisor.process.rules import MAX_WORKERS as MAX_WORKERS
+    from coretsia.supervisor.process.snapshot import SNAPSHOT_SCHEMA as SNAPSHOT_SCHEMA
+    from coretsia.supervisor.process.snapshot import ProcessSnapshot as ProcessSnapshot
+    from coretsia.supervisor.process.snapshot import (
+        SnapshotDeclaration as SnapshotDeclaration,
+    )
+    from coretsia.supervisor.process.snapshot import SnapshotEntry as SnapshotEntry
+    from coretsia.supervisor.process.snapshot import load_snapshot as load_snapshot
+    from coretsia.supervisor.process.snapshot import snapshot as snapshot
+    from coretsia.supervisor.process.targets import target_of as target_of
+
+_HOMES = {
+    "decorator": ("Discovered", "ProcessDeclaration", "discover", "process"),
+    "definition": ("AsyncOverride", "Process", "ProcessDefinition", "effective_async"),
+    "errors": (
+        "AsyncMismatchError",
+        "DuplicateProcessNameError",
+        "InvalidProcessNameError",
+        "ProcessArgumentError",
+        "ProcessError",
+        "ProcessLimitExceededError",
+        "ProcessNotFoundError",
+        "ProcessSnapshotError",
+        "ProcessTargetError",
+        "RegistrationClosedError",
+    ),
+    "manager": ("ProcessEntry", "ProcessManager"),
+    "rules": ("IPC_MSGQUEUE", "IPC_NONE", "IPC_UNIXSOCK", "MAX_WORKERS"),
+    "snapshot": (
+        "SNAPSHOT_SCHEMA",
+        "ProcessSnapshot",
+        "SnapshotDeclaration",
+        "SnapshotEntry",
+        "load_snapshot",
+        "snapshot",
+    ),
+    "targets": ("target_of",),
+}
+_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
+
+__all__ = sorted(_HOME_OF)
+
+
+def __getattr__(name: str) -> object:
+    """Import the module that defines ``name`` on first use (PEP 562)."""
+    module = _HOME_OF.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_HOME_OF})
