@@ -12,8 +12,8 @@ scenario with this floor, measured in the same run on the same machine.
 
 ``floor.py spawn K``
     K times: ``Popen`` one minimal worker and wait for its datagram (the floor of one
-    spawn-to-ready, for S3), then SIGTERM and reap it. Prints the K times in seconds,
-    one JSON list.
+    spawn-to-ready, for S3), then SIGTERM and reap it. Prints one JSON object: the K
+    times in seconds (``ready``) and the workers' mean CPU seconds (``cpu``).
 
 Standard library only.
 """
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -80,6 +81,7 @@ def pool(n: int) -> None:
 
 def spawn(k: int) -> None:
     times: list[float] = []
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with tempfile.TemporaryDirectory(prefix="cw-floor-") as directory:
         listener, address = _listener(directory)
         try:
@@ -93,7 +95,9 @@ def spawn(k: int) -> None:
                     _stop([worker])
         finally:
             listener.close()
-    print(json.dumps(times))
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / k
+    print(json.dumps({"ready": times, "cpu": cpu}))
 
 
 if __name__ == "__main__":

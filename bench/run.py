@@ -175,19 +175,39 @@ def processes_in(root: Path) -> list[psutil.Process]:
     return found
 
 
-def thread_stats(pid: int) -> tuple[float, int]:
-    """(CPU seconds from schedstat, voluntary context switches), summed over threads."""
-    cpu_ns = 0
-    switches = 0
+def thread_stats(pid: int) -> dict[int, tuple[int, int]]:
+    """Per thread: (CPU nanoseconds from schedstat, voluntary context switches).
+
+    Per thread because ``/proc/<pid>/status`` counts the main thread's switches only.
+    """
+    found: dict[int, tuple[int, int]] = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            cpu_ns += int((task / "schedstat").read_text().split()[0])
-            for line in (task / "status").read_text().splitlines():
-                if line.startswith("voluntary_ctxt_switches:"):
-                    switches += int(line.split()[1])
-        except (OSError, ValueError, IndexError):
+            cpu_ns = int((task / "schedstat").read_text().split()[0])
+            status = (task / "status").read_text().splitlines()
+            switches = next(
+                int(line.split()[1]) for line in status if line.startswith("voluntary_ctxt")
+            )
+        except (OSError, ValueError, IndexError, StopIteration):
             continue  # a thread that ended while we looked
-    return cpu_ns / 1e9, switches
+        found[int(task.name)] = (cpu_ns, switches)
+    return found
+
+
+def idle_delta(
+    before: dict[int, tuple[int, int]], after: dict[int, tuple[int, int]]
+) -> tuple[float, int, int]:
+    """(CPU seconds, wake-ups, threads started or ended) between two snapshots.
+
+    A thread that ended took its counters with it (trio's idle worker threads end after
+    about 10 s): each thread that started or ended counts as one wake-up, and the CPU of
+    ended threads is in the process total (``psutil.cpu_times``), not here.
+    """
+    common = before.keys() & after.keys()
+    cpu_ns = sum(after[tid][0] - before[tid][0] for tid in common)
+    switches = sum(after[tid][1] - before[tid][1] for tid in common)
+    churn = len(before.keys() ^ after.keys())
+    return cpu_ns / 1e9, switches + churn, churn
 
 
 _COLLECT_MODULES = """
@@ -330,6 +350,10 @@ class Pool:
     def proc_hosts(self) -> list[psutil.Process]:
         return self._named("coretsia.proc_host")
 
+    def daemons(self) -> list[psutil.Process]:
+        """The supervisor, the guardian and any proc host."""
+        return [self.supervisor, self.guardian(), *self.proc_hosts()]
+
     def stop(self) -> tuple[float, list[int]]:
         """``coretsia-supervisor stop``: seconds until everything is gone, and survivors."""
         assert self.proc is not None
@@ -456,15 +480,16 @@ def floor_pool(n: int) -> tuple[float, float]:
         kill_floor(proc)
 
 
-def floor_spawn(count: int) -> list[float]:
+def floor_spawn(count: int) -> tuple[list[float], float]:
+    """``count`` spawn-to-ready times of the minimal worker, and its CPU seconds."""
     done = subprocess.run(
         [PYTHON, str(BENCH / "floor.py"), "spawn", str(count)],
         capture_output=True,
         check=True,
         timeout=DEADLINE_S,
     )
-    times: list[float] = json.loads(done.stdout)
-    return times
+    report = json.loads(done.stdout)
+    return [float(t) for t in report["ready"]], float(report["cpu"])
 
 
 # --- scenarios --------------------------------------------------------------------------
@@ -487,6 +512,7 @@ def scenario_start_stop(results: Results, sizes: tuple[int, ...], runs: int) -> 
         s1: list[float] = []
         s2: list[float] = []
         rss: list[float] = []
+        daemon_cpu: list[float] = []
         survivors: list[int] = []
         for run in range(runs):
             ready, stopped = floor_pool(n)
@@ -495,6 +521,7 @@ def scenario_start_stop(results: Results, sizes: tuple[int, ...], runs: int) -> 
             with running_pool(n) as (pool, elapsed):
                 s1.append(elapsed)
                 rss.append(pool.supervisor.memory_info().rss / MIB)
+                daemon_cpu.append(sum(sum(p.cpu_times()[:2]) for p in pool.daemons()))
                 if n == STOP_N:
                     stop_s, left = pool.stop()
                     s2.append(stop_s)
@@ -508,6 +535,7 @@ def scenario_start_stop(results: Results, sizes: tuple[int, ...], runs: int) -> 
         results.data[f"floor_start_{n}"] = floor_start
         results.data[f"s1_{n}"] = s1
         results.data[f"s1_supervisor_rss_mib_{n}"] = rss
+        results.data[f"s1_daemon_cpu_s_{n}"] = daemon_cpu
         if n == STOP_N:
             results.data["floor_stop_64"] = floor_stop
             results.data["s2_64"] = s2
@@ -548,7 +576,7 @@ def scenario_recycle(results: Results, runs: int, recycles: int = 12) -> None:
     spawn_runs: list[float] = []
     recycle_runs: list[float] = []
     for run in range(runs):
-        spawn = median(floor_spawn(recycles))
+        spawn = median(floor_spawn(recycles)[0])
         with running_pool(1, task_source="bench_app:logged", max_requests=50) as (pool, _):
             log_path = pool.root / "recycle.log"
             deadline = time.monotonic() + DEADLINE_S
@@ -638,10 +666,13 @@ def scenario_boot(results: Results, runs: int, count: int = 20) -> None:
     stop_runs: list[float] = []
     cpu_runs: list[float] = []
     floor_runs: list[float] = []
+    floor_cpu: list[float] = []
     with running_pool(1) as (pool, _):
         pool.stop()  # the published generation stays: a launcher can boot from it
         for _ in range(runs):
-            floor_runs.append(median(floor_spawn(count)))
+            times, cpu = floor_spawn(count)
+            floor_runs.append(median(times))
+            floor_cpu.append(cpu)
             samples = [_launcher_once(pool.root) for _ in range(count)]
             ready_runs.append(median([s[0] for s in samples]))
             stop_runs.append(median([s[1] for s in samples]))
@@ -650,6 +681,7 @@ def scenario_boot(results: Results, runs: int, count: int = 20) -> None:
     results.data["boot_launcher_ready"] = ready_runs
     results.data["boot_launcher_stop"] = stop_runs
     results.data["boot_launcher_cpu"] = cpu_runs
+    results.data["boot_floor_cpu"] = floor_cpu
     log(f"boot: launcher {ready_runs} (floor {floor_runs}), stop {stop_runs}, cpu {cpu_runs}")
 
 
@@ -678,28 +710,27 @@ def scenario_idle(results: Results, driver: str, windows: int, window_s: float) 
         cpu: list[float] = []
         sched: list[float] = []
         wakeups: list[float] = []
-        main_wakeups: list[float] = []
         per_daemon: dict[str, list[float]] = {name: [] for name in daemons}
+        churn: list[int] = []
         for _ in range(windows):
-            before = {n: (p.cpu_times(), thread_stats(p.pid), p.num_ctx_switches())
-                      for n, p in daemons.items()}  # fmt: skip
+            before = {name: (p.cpu_times(), thread_stats(p.pid)) for name, p in daemons.items()}
             time.sleep(window_s)
-            after = {n: (p.cpu_times(), thread_stats(p.pid), p.num_ctx_switches())
-                     for n, p in daemons.items()}  # fmt: skip
-            total_cpu = total_sched = total_wake = total_main = 0.0
+            after = {name: (p.cpu_times(), thread_stats(p.pid)) for name, p in daemons.items()}
+            total_cpu = total_sched = 0.0
+            total_wake = total_churn = 0
             for name in daemons:
-                (c0, (s0, w0), m0), (c1, (s1, w1), m1) = before[name], after[name]
-                used = (c1.user + c1.system) - (c0.user + c0.system)
-                total_cpu += used
-                total_sched += s1 - s0
-                total_wake += w1 - w0
-                total_main += m1.voluntary - m0.voluntary
-                per_daemon[name].append(s1 - s0)
+                (c0, t0), (c1, t1) = before[name], after[name]
+                total_cpu += (c1.user + c1.system) - (c0.user + c0.system)
+                used, wakes, threads = idle_delta(t0, t1)
+                total_sched += used
+                total_wake += wakes
+                total_churn += threads
+                per_daemon[name].append(used)
             scale = 10.0 / window_s
             cpu.append(total_cpu * scale)
             sched.append(total_sched * scale)
             wakeups.append(total_wake / window_s)
-            main_wakeups.append(total_main / window_s)
+            churn.append(total_churn)
         rss = {name: proc.memory_info().rss / MIB for name, proc in daemons.items()}
         workers = pool.workers()
         worker_rss = [w.memory_full_info() for w in workers[:16]]
@@ -708,14 +739,14 @@ def scenario_idle(results: Results, driver: str, windows: int, window_s: float) 
     results.data[f"{prefix}_cpu_s_per_10s"] = cpu
     results.data[f"{prefix}_schedstat_cpu_s_per_10s"] = sched
     results.data[f"{prefix}_wakeups_per_s"] = wakeups
-    results.data[f"{prefix}_main_thread_wakeups_per_s"] = main_wakeups
+    results.data[f"{prefix}_threads_started_or_ended"] = churn
     results.data[f"{prefix}_schedstat_per_daemon"] = per_daemon
     results.data[f"{prefix}_rss_mib"] = rss
     results.data[f"{prefix}_worker_rss_mib"] = median([i.rss / MIB for i in worker_rss])
     results.data[f"{prefix}_worker_uss_mib"] = median([i.uss / MIB for i in worker_rss])
     results.data[f"{prefix}_bare_rss_mib"] = bare_rss
     results.data[f"{prefix}_bare_uss_mib"] = bare_uss
-    log(f"S5 {driver}: cpu {cpu}, schedstat {sched}, wakeups/s {wakeups}, rss {rss}")
+    log(f"S5 {driver}: cpu {cpu}, schedstat {sched}, wakeups/s {wakeups}, threads {churn}")
 
 
 def _timed_process(argv: list[str]) -> float:
@@ -910,6 +941,10 @@ def _start_rows(results: Results, out: _Table) -> None:
             f"S1 start, N={n}", _ms(s1), floor=_ms(floor), ratio=s1 / floor,
             budget=f"<= 1.10 x floor + 0.20 s = {_ms(limit)}", ok=s1 <= limit,
         )  # fmt: skip
+        out.add(
+            f"S1 supervisor+guardian CPU by running, N={n}",
+            _ms(_get(results, f"s1_daemon_cpu_s_{n}")), detail="explains S1",
+        )  # fmt: skip
     if "s2_64" in results.data:
         s2, floor = _get(results, "s2_64"), _get(results, "floor_stop_64")
         limit = 1.25 * floor + 0.05
@@ -939,7 +974,11 @@ def _lifecycle_rows(results: Results, out: _Table) -> None:
             "launcher alone, stop to reaped", _ms(_get(results, "boot_launcher_stop")),
             detail="explains S2",
         )  # fmt: skip
-        out.add("launcher alone, CPU per life", _ms(_get(results, "boot_launcher_cpu")))
+        out.add(
+            "launcher alone, CPU per life", _ms(_get(results, "boot_launcher_cpu")),
+            floor=f"{_ms(_get(results, 'boot_floor_cpu'))} (minimal worker)",
+            ratio=_get(results, "boot_launcher_cpu") / _get(results, "boot_floor_cpu"),
+        )  # fmt: skip
     if "s4" in results.data:
         s4 = _get(results, "s4")
         survivors = _count(results, "s4_survivors")
@@ -1062,10 +1101,6 @@ def main() -> int:
                 pass
             sizes = START_SIZES[:2] if args.quick else START_SIZES
             scenario_start_stop(results, sizes, args.runs)
-        if wanted("big") and args.big and not args.quick:
-            scenario_big(results)
-        elif not args.big:
-            results.notes.append(f"S1 N={BIG} skipped (--no-1024)")
         if wanted("s3"):
             scenario_recycle(results, args.runs)
         if wanted("boot"):
@@ -1080,6 +1115,10 @@ def main() -> int:
             scenario_control(results, args.runs)
         if wanted("s7"):
             scenario_task_loop(results, args.runs)
+        if wanted("big") and args.big and not args.quick:  # last: it loads the machine
+            scenario_big(results)
+        elif not args.big:
+            results.notes.append(f"S1 N={BIG} skipped (--no-1024)")
     finally:
         cleanup_all()
     results.data["load_average_after"] = load_average()
