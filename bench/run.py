@@ -211,12 +211,17 @@ def idle_delta(
 
 
 _COLLECT_MODULES = """
-import importlib, pkgutil, sys
+import importlib, pathlib, sys
 import coretsia
-for info in pkgutil.walk_packages(coretsia.__path__, "coretsia."):
-    if not info.name.endswith(("__main__", "._windows")):
-        importlib.import_module(info.name)
-for path in coretsia.__path__:
+# Every module file, not pkgutil.walk_packages: some sub-packages are namespace packages
+# (no __init__.py) and walk_packages does not descend into those.
+for path in list(coretsia.__path__):
+    for source in sorted(pathlib.Path(path).rglob("*.py")):
+        parts = source.relative_to(path).with_suffix("").parts
+        if parts[-1] in ("__main__", "_windows", "__init__"):
+            parts = parts[:-1] if parts[-1] == "__init__" else ()
+        if parts:
+            importlib.import_module(".".join(("coretsia", *parts)))
     print(path)
 for module in list(sys.modules.values()):
     print(getattr(module, "__file__", None) or "")
