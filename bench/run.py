@@ -26,10 +26,14 @@ Scenarios (absolute medians, and ratios to the floor measured in the same run):
   ``ControlClient.status()`` round trip in-process.
 * S7 task loop: per-task overhead of ``run_unit`` / ``work`` with an in-memory source
   and a no-op task against a bare loop calling the same no-op.
+* launcher alone ("boot"): the launcher spawned through its internal contract, with no
+  supervisor or guardian: spawn to ready, stop to reaped, CPU per life (explains S1-S3).
 
-Options: ``--runs`` (default 3), ``--quick`` (N = 8 and 64 only, no idle windows: a smoke
-run), ``--no-1024`` (skip the N = 1024 start), ``--wait-idle SECONDS`` (first wait, at
-most that long, until no pytest or nox process other than our own ancestors runs).
+Options: ``--runs`` (default 3), ``--quick`` (N = 8 and 64 only, 2 s idle windows: a smoke
+run), ``--no-1024`` (skip the N = 1024 start), ``--only`` (some of start, s3, boot, s4,
+s5, s6, s7, big), ``--no-compile`` (measure without first compiling missing ``.pyc``),
+``--wait-idle SECONDS`` (first wait, at most that long, until no pytest or nox process
+other than our own ancestors runs).
 """
 
 from __future__ import annotations
