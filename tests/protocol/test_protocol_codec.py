@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from frame_checks import Codec, echoes, obj_of, reject
 
 from coretsia.worker_protocol.catalogue import (
     REASON_CODES,
@@ -36,7 +37,6 @@ from coretsia.worker_protocol.control import (
 from coretsia.worker_protocol.exceptions import (
     LocalProtocolError,
     ProtocolError,
-    RemoteProtocolError,
 )
 from coretsia.worker_protocol.framing import MAX_FRAME_BYTES
 from coretsia.worker_protocol.locator import (
@@ -108,7 +108,6 @@ WORKER_REASONS = [
     r for r in Reason if REASON_CODES[r] in (ErrorCode.START_FAILED, ErrorCode.LIFECYCLE_FAILED)
 ]
 
-Codec = tuple[Callable[[Any], bytes], Callable[[bytes], Any]]
 REQUEST: Codec = (encode_request, decode_request)
 RESPONSE: Codec = (encode_response, decode_response)
 LOCATOR: Codec = (encode_locator, decode_locator)
@@ -139,26 +138,6 @@ FRAMES: list[tuple[Codec, Any]] = [
     (WORKER, ShutdownRequest()),
 ]
 FRAME_IDS = [f"{type(f).__name__}-{i}" for i, (_, f) in enumerate(FRAMES)]
-
-
-def obj_of(codec: Codec, frame: Any) -> dict[str, Any]:
-    """The JSON object a valid frame encodes to, ready to be mutated."""
-    result: dict[str, Any] = json.loads(codec[0](frame))
-    return result
-
-
-def reject(decoder: Callable[[bytes], Any], data: bytes | dict[str, Any]) -> RemoteProtocolError:
-    """Decode ``data`` and return the RemoteProtocolError it must raise."""
-    raw = json.dumps(data).encode() if isinstance(data, dict) else data
-    with pytest.raises(RemoteProtocolError) as info:
-        decoder(raw)
-    return info.value
-
-
-def echoes(error: BaseException, value: str) -> bool:
-    """True when ``value`` shows up in the error's str, repr, args or path."""
-    text = str(error) + repr(error) + repr(error.args) + str(getattr(error, "path", ""))
-    return value in text
 
 
 class TestRoundTrip:

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from frame_checks import Codec, echoes, obj_of, reject
 
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import (
     LocalProtocolError,
-    RemoteProtocolError,
     WorkerStartFailedError,
 )
 from coretsia.worker_protocol.framing import MAX_FRAME_BYTES
@@ -65,7 +65,6 @@ PROC_HOST_FRAMES: list[Any] = [
     p.Quit(),
 ]
 
-Codec = tuple[Callable[[Any], bytes], Callable[[bytes], Any]]
 GUARDIAN: Codec = (g.encode_guardian_frame, g.decode_guardian_frame)
 PROC_HOST: Codec = (p.encode_proc_host_frame, p.decode_proc_host_frame)
 ALL: list[tuple[Codec, Any]] = [(GUARDIAN, f) for f in GUARDIAN_FRAMES] + [
@@ -76,26 +75,6 @@ IDS = [f"guardian-{type(f).__name__}" for f in GUARDIAN_FRAMES] + [
 ]
 DECODERS = [g.decode_guardian_frame, p.decode_proc_host_frame]
 DECODER_IDS = ["guardian", "proc-host"]
-
-
-def obj_of(codec: Codec, frame: Any) -> dict[str, Any]:
-    """The JSON object a valid frame encodes to."""
-    result: dict[str, Any] = json.loads(codec[0](frame))
-    return result
-
-
-def reject(decoder: Callable[[bytes], Any], data: bytes | dict[str, Any]) -> RemoteProtocolError:
-    """Decode ``data`` and return the RemoteProtocolError it must raise."""
-    raw = json.dumps(data).encode() if isinstance(data, dict) else data
-    with pytest.raises(RemoteProtocolError) as info:
-        decoder(raw)
-    return info.value
-
-
-def echoes(error: BaseException, value: str) -> bool:
-    """True when ``value`` shows up in the error's str, repr, args or path."""
-    text = str(error) + repr(error) + repr(error.args) + str(getattr(error, "path", ""))
-    return value in text
 
 
 class TestRoundTrip:
