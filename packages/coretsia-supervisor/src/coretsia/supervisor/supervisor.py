@@ -290,8 +290,12 @@ class Supervisor:
 
     def _on_worker_frame(self, slot: Slot, frame: object) -> None:
         if isinstance(frame, Ready):
-            if frame.token is not None or slot.state is not SlotState.SPAWNING:
+            if frame.token is not None or slot.state is SlotState.READY:
                 self._fail(WorkerStartFailedError(Reason.READINESS_INVALID))
+                return
+            if slot.state is SlotState.EXITED:
+                # Its exit (guardian channel) overtook this frame (its own channel): the
+                # exit is being judged with every frame read; it is not ready any more.
                 return
             slot.state = SlotState.READY
             event("worker.ready", slot=slot.index)
