@@ -21,7 +21,7 @@ from coretsia.supervisor.generation import (
     GenerationError,
     canonical_json,
     is_generation_id,
-    load_current,
+    load_current_generation,
     publish,
 )
 from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
@@ -65,7 +65,7 @@ def _document(root: Path) -> dict[str, object]:
 def test_publish_then_load_round_trips(tmp_path: Path) -> None:
     artifact_root = publish(tmp_path, SPEC)
     assert artifact_root == GENERATIONS_DIR
-    assert load_current(tmp_path, artifact_root) == SPEC
+    assert load_current_generation(tmp_path, artifact_root)[1] == SPEC
 
 
 def test_file_is_deterministic_json_with_spec_fingerprint(tmp_path: Path) -> None:
@@ -96,7 +96,7 @@ def test_current_switches_to_the_latest_spec(tmp_path: Path) -> None:
     publish(tmp_path, SPEC)
     changed = {**SPEC, "workers": 3}
     publish(tmp_path, changed)
-    assert load_current(tmp_path, GENERATIONS_DIR) == changed
+    assert load_current_generation(tmp_path, GENERATIONS_DIR)[1] == changed
 
 
 def test_prune_removes_leftovers_but_never_follows_links(tmp_path: Path) -> None:
@@ -141,7 +141,7 @@ def test_spec_that_is_not_plain_json_is_refused_and_nothing_changes(
     with pytest.raises(GenerationError):
         publish(tmp_path, spec)
     assert _current_id(tmp_path) == before
-    assert load_current(tmp_path, GENERATIONS_DIR) == SPEC
+    assert load_current_generation(tmp_path, GENERATIONS_DIR)[1] == SPEC
 
 
 def test_tampered_spec_fails_the_fingerprint(tmp_path: Path) -> None:
@@ -150,7 +150,7 @@ def test_tampered_spec_fails_the_fingerprint(tmp_path: Path) -> None:
     document["spec"] = {**SPEC, "workers": 99}
     _rewrite(tmp_path, document)
     with pytest.raises(GenerationError) as caught:
-        load_current(tmp_path, GENERATIONS_DIR)
+        load_current_generation(tmp_path, GENERATIONS_DIR)
     assert "s3cr3t" not in str(caught.value)
     assert "99" not in str(caught.value)
 
@@ -162,7 +162,7 @@ def test_fingerprint_rewritten_to_match_still_fails_the_id(tmp_path: Path) -> No
     digest = hashlib.sha256(canonical_json(spec)).hexdigest()
     _rewrite(tmp_path, {"version": 1, "fingerprint": digest, "spec": spec})
     with pytest.raises(GenerationError):
-        load_current(tmp_path, GENERATIONS_DIR)
+        load_current_generation(tmp_path, GENERATIONS_DIR)
 
 
 @pytest.mark.parametrize(
@@ -181,7 +181,7 @@ def test_wrong_envelope_is_refused(tmp_path: Path, change: dict[str, object]) ->
     publish(tmp_path, SPEC)
     _rewrite(tmp_path, {**_document(tmp_path), **change})
     with pytest.raises(GenerationError):
-        load_current(tmp_path, GENERATIONS_DIR)
+        load_current_generation(tmp_path, GENERATIONS_DIR)
 
 
 def test_non_canonical_or_broken_bytes_are_refused(tmp_path: Path) -> None:
@@ -198,7 +198,7 @@ def test_non_canonical_or_broken_bytes_are_refused(tmp_path: Path) -> None:
     ):
         path.write_bytes(raw)
         with pytest.raises(GenerationError):
-            load_current(tmp_path, GENERATIONS_DIR)
+            load_current_generation(tmp_path, GENERATIONS_DIR)
 
 
 def test_oversized_file_is_refused(tmp_path: Path) -> None:
@@ -207,23 +207,23 @@ def test_oversized_file_is_refused(tmp_path: Path) -> None:
     path.chmod(0o600)
     path.write_bytes(b" " * (MAX_GENERATION_BYTES + 1))
     with pytest.raises(GenerationError):
-        load_current(tmp_path, GENERATIONS_DIR)
+        load_current_generation(tmp_path, GENERATIONS_DIR)
 
 
 def test_missing_current_is_refused(tmp_path: Path) -> None:
     with pytest.raises(GenerationError):
-        load_current(tmp_path, GENERATIONS_DIR)
+        load_current_generation(tmp_path, GENERATIONS_DIR)
     publish(tmp_path, SPEC)
     (_base(tmp_path) / "current").unlink()
     with pytest.raises(GenerationError):  # never scans for the newest directory instead
-        load_current(tmp_path, GENERATIONS_DIR)
+        load_current_generation(tmp_path, GENERATIONS_DIR)
 
 
 def test_current_naming_a_missing_generation_is_refused(tmp_path: Path) -> None:
     publish(tmp_path, SPEC)
     (_base(tmp_path) / "current").write_text("0123456789abcdef-000042\n")
     with pytest.raises(GenerationError):  # never falls back to the generation that exists
-        load_current(tmp_path, GENERATIONS_DIR)
+        load_current_generation(tmp_path, GENERATIONS_DIR)
 
 
 @pytest.mark.parametrize(
@@ -247,7 +247,7 @@ def test_bad_current_id_is_refused(tmp_path: Path, content: bytes) -> None:
     publish(tmp_path, SPEC)
     (_base(tmp_path) / "current").write_bytes(content)
     with pytest.raises(GenerationError):
-        load_current(tmp_path, GENERATIONS_DIR)
+        load_current_generation(tmp_path, GENERATIONS_DIR)
 
 
 def test_linked_generation_file_or_directory_is_refused(tmp_path: Path) -> None:
@@ -258,21 +258,21 @@ def test_linked_generation_file_or_directory_is_refused(tmp_path: Path) -> None:
     gen_dir.rename(elsewhere)
     gen_dir.symlink_to(elsewhere, target_is_directory=True)
     with pytest.raises(GenerationError):
-        load_current(root, GENERATIONS_DIR)
+        load_current_generation(root, GENERATIONS_DIR)
     gen_dir.unlink()
     gen_dir.mkdir()
     (gen_dir / GENERATION_FILE).symlink_to(elsewhere / GENERATION_FILE)
     with pytest.raises(GenerationError):
-        load_current(root, GENERATIONS_DIR)
+        load_current_generation(root, GENERATIONS_DIR)
 
 
 @pytest.mark.parametrize("artifact_root", ["", "/abs", "../x", "var/../generations", "a b"])
 def test_unsafe_artifact_root_is_refused(tmp_path: Path, artifact_root: str) -> None:
     publish(tmp_path, SPEC)
     with pytest.raises(GenerationError):
-        load_current(tmp_path, artifact_root)
+        load_current_generation(tmp_path, artifact_root)
 
 
 def test_load_accepts_a_string_root(tmp_path: Path) -> None:
     publish(os.fspath(tmp_path), SPEC)
-    assert load_current(os.fspath(tmp_path), GENERATIONS_DIR) == SPEC
+    assert load_current_generation(os.fspath(tmp_path), GENERATIONS_DIR)[1] == SPEC

@@ -21,7 +21,7 @@ Writer and readers are split on purpose:
   is the only writer of a root's generations. It writes into a temporary directory, fsyncs,
   renames the directory into place (a generation appears whole or not at all), then swaps
   ``current`` with a temp-file-and-rename, then removes every other generation.
-* :func:`load_current` runs on every worker's boot path. It imports only :mod:`os`,
+* :func:`load_current_generation` runs on every worker's boot path. It imports only :mod:`os`,
   :mod:`json` and :mod:`hashlib` (interpreter start-up dominates pool start and recycle),
   never writes, never scans for a newest directory and never falls back: anything off is
   a :class:`GenerationError` whose message is a fixed phrase, never file content.
@@ -209,11 +209,6 @@ def _remove(path: str) -> None:
 
 
 # --- reader (worker boot path) -------------------------------------------------------
-
-
-def load_current(root: str | os.PathLike[str], artifact_root: str) -> dict[str, object]:
-    """Return the spec of the generation ``current`` names, verified, or raise."""
-    return load_current_generation(root, artifact_root)[1]
 
 
 def load_current_generation(
