@@ -382,7 +382,8 @@ def test_retirement_waits_for_the_grant(root: Path) -> None:
         data = launcher.buffer
         while b"\n" not in data:
             data += launcher.channel.recv(4096)
-        assert decode_worker_frame(data) == Retiring()
+        line, launcher.buffer = data.split(b"\n", 1)
+        assert decode_worker_frame(line + b"\n") == Retiring()
         calls_before = len(_calls(root))
         assert launcher.proc.poll() is None  # still serving: no grant yet
         launcher.channel.sendall(encode_retire())
