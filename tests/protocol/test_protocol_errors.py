@@ -139,6 +139,7 @@ class TestSeedCatalogue:
             Reason.GENERATION_DRAINING,
             Reason.TASK_HOOK_FAILED,
             Reason.TASK_RESET_FAILED,
+            Reason.RESTART_INTENSITY_EXCEEDED,
         }
         assert extra == frame_tokens | documented
 

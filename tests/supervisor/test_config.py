@@ -19,6 +19,7 @@ import pytest
 from coretsia.supervisor.config import (
     CONFIG_FILE,
     PoolConfig,
+    ProcessTable,
     TaskType,
     load_config,
     parse_config,
@@ -45,6 +46,14 @@ start_timeout_ms = 20000
 stop_timeout_ms = 30000
 force_kill_timeout_ms = 2000
 debug = true
+process_modules = ["myapp.jobs"]
+ipc_type = "unixsock"
+msg_queue_key = 4242
+event_loop = "trio"
+respawn_interval_ms = 250
+restart_intensity = 5
+restart_period_ms = 30000
+restart_backoff_max_ms = 8000
 
 [worker.control]
 transport = "tcp"
@@ -54,7 +63,14 @@ host = "127.0.0.1"
 port = 19327
 
 [[process]]
-name = "reserved-for-later"
+name = "mailer"
+target = "myapp.jobs:mail"
+workers = 2
+enable_async = false
+
+[[process]]
+target = "myapp.jobs:Heartbeat"
+enabled = false
 """
 
 
@@ -141,6 +157,20 @@ def test_a_full_valid_file(tmp_path: Path) -> None:
         stop_timeout_ms=30000,
         force_kill_timeout_ms=2000,
         debug=True,
+        processes=(
+            ProcessTable(
+                index=0, name="mailer", target="myapp.jobs:mail", workers=2, enable_async=False
+            ),
+            ProcessTable(index=1, target="myapp.jobs:Heartbeat", enabled=False),
+        ),
+        process_modules=("myapp.jobs",),
+        ipc_type="unixsock",
+        msg_queue_key=4242,
+        event_loop="trio",
+        respawn_interval_ms=250,
+        restart_intensity=5,
+        restart_period_ms=30000,
+        restart_backoff_max_ms=8000,
     )
     assert config.state_tmp_path == "run/state.json.tmp"
 
@@ -190,7 +220,10 @@ def test_generation_dict_is_plain_json_of_every_field(tmp_path: Path) -> None:
     _write(tmp_path, FULL_FILE)
     config = load_config(tmp_path)
     snapshot = config.to_generation_dict()
-    assert list(snapshot) == [f.name for f in attrs.fields(PoolConfig)]
+    process_fields = {"processes", "process_modules"}  # the generation carries the snapshot
+    assert list(snapshot) == [
+        f.name for f in attrs.fields(PoolConfig) if f.name not in process_fields
+    ]
     assert snapshot["task_type"] == "http"
     assert snapshot["driver"] == "proc"
     assert snapshot["control_transport"] == "tcp"
@@ -309,12 +342,65 @@ def test_only_worker_and_process_at_top_level(tmp_path: Path, body: str, key: st
     assert (error.key, error.rule) == (key, ConfigRule.UNKNOWN_KEY)
 
 
-def test_process_is_reserved_as_an_array_of_tables(tmp_path: Path) -> None:
-    _write(tmp_path, "[[process]]\nname = 'a'\nanything = [1, 2]\n[[process]]\n")
-    assert load_config(tmp_path) == PoolConfig()
+def test_process_is_an_array_of_tables(tmp_path: Path) -> None:
     for body in ("process = 1\n", "[process]\nname = 'a'\n", "process = [1]\n"):
         error = _config_error(tmp_path, body)
         assert (error.key, error.rule) == ("process", ConfigRule.WRONG_TYPE)
+
+
+@pytest.mark.parametrize(
+    ("table", "key", "rule"),
+    [
+        ("name = 'a'\n", "process[0].target", ConfigRule.WRONG_TYPE),
+        ("target = 'jobs:run'\nanything = 1\n", "process[0].anything", ConfigRule.UNKNOWN_KEY),
+        ("target = 3\n", "process[0].target", ConfigRule.WRONG_TYPE),
+        ("target = 'jobs.run'\n", "process[0].target", ConfigRule.INVALID_TARGET),
+        ("target = 'jobs:run'\nname = ''\n", "process[0].name", ConfigRule.WRONG_TYPE),
+        ("target = 'jobs:run'\nworkers = '2'\n", "process[0].workers", ConfigRule.WRONG_TYPE),
+        ("target = 'jobs:run'\nworkers = 1025\n", "process[0].workers", ConfigRule.OUT_OF_RANGE),
+        ("target = 'jobs:run'\nworkers = -1\n", "process[0].workers", ConfigRule.OUT_OF_RANGE),
+        (
+            "target = 'jobs:run'\nenable_async = 1\n",
+            "process[0].enable_async",
+            ConfigRule.WRONG_TYPE,
+        ),
+        ("target = 'jobs:run'\nenabled = 'no'\n", "process[0].enabled", ConfigRule.WRONG_TYPE),
+    ],
+)
+def test_process_table_rules(tmp_path: Path, table: str, key: str, rule: ConfigRule) -> None:
+    error = _config_error(tmp_path, "[[process]]\ntarget = 'jobs:ok'\n[[process]]\n" + table)
+    assert (error.key, error.rule) == (key.replace("[0]", "[1]"), rule)
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "rule"),
+    [
+        ("process_modules = 'jobs'", "worker.process_modules", ConfigRule.WRONG_TYPE),
+        ("process_modules = [1]", "worker.process_modules[0]", ConfigRule.WRONG_TYPE),
+        ("process_modules = ['jobs/x']", "worker.process_modules[0]", ConfigRule.INVALID_TARGET),
+        ("ipc_type = 'socket'", "worker.ipc_type", ConfigRule.NOT_ONE_OF),
+        ("ipc_type = 1", "worker.ipc_type", ConfigRule.WRONG_TYPE),
+        ("event_loop = 'curio'", "worker.event_loop", ConfigRule.NOT_ONE_OF),
+        ("msg_queue_key = -1", "worker.msg_queue_key", ConfigRule.OUT_OF_RANGE),
+        ("msg_queue_key = 2147483648", "worker.msg_queue_key", ConfigRule.OUT_OF_RANGE),
+        ("respawn_interval_ms = 9", "worker.respawn_interval_ms", ConfigRule.OUT_OF_RANGE),
+        ("restart_intensity = -1", "worker.restart_intensity", ConfigRule.OUT_OF_RANGE),
+        ("restart_period_ms = 0", "worker.restart_period_ms", ConfigRule.OUT_OF_RANGE),
+        ("restart_backoff_max_ms = true", "worker.restart_backoff_max_ms", ConfigRule.WRONG_TYPE),
+    ],
+)
+def test_process_pool_settings(tmp_path: Path, line: str, key: str, rule: ConfigRule) -> None:
+    error = _config_error(tmp_path, f"[worker]\n{line}\n")
+    assert (error.key, error.rule) == (key, rule)
+
+
+def test_no_task_workers_needs_a_process_entry(tmp_path: Path) -> None:
+    error = _config_error(tmp_path, "[worker]\nworkers = 0\n")
+    assert (error.key, error.rule) == ("worker.workers", ConfigRule.OUT_OF_RANGE)
+    _write(tmp_path, "[worker]\nworkers = 0\n[[process]]\ntarget = 'jobs:run'\n")
+    assert load_config(tmp_path).workers == 0
+    _write(tmp_path, "[worker]\nworkers = 0\nprocess_modules = ['jobs']\n")
+    assert load_config(tmp_path).process_modules == ("jobs",)
 
 
 @pytest.mark.parametrize("body", ["worker = 4\n", "worker = [1]\n", "worker = 'queue'\n"])
@@ -476,9 +562,11 @@ def test_each_rule_names_the_key_and_the_rule(
 
 
 def test_every_rule_of_the_worker_table_is_reached() -> None:
-    """The file-level rules are covered above; UNAVAILABLE belongs to the driver resolver."""
+    """The file-level rules are covered above; UNAVAILABLE belongs to the driver resolver,
+    DUPLICATE to registering ``[[process]]`` entries (tests/process/test_config_route.py)."""
     file_level = {ConfigRule.FILE_MISSING, ConfigRule.FILE_UNREADABLE, ConfigRule.NOT_TOML}
-    reached = {rule for _, _, rule in CASES} | file_level | {ConfigRule.UNAVAILABLE}
+    elsewhere = {ConfigRule.UNAVAILABLE, ConfigRule.DUPLICATE}
+    reached = {rule for _, _, rule in CASES} | file_level | elsewhere
     assert reached == set(ConfigRule)
 
 
@@ -498,7 +586,7 @@ def test_neighbouring_paths_do_not_overlap() -> None:
 def test_the_first_broken_rule_wins_in_a_stable_order(tmp_path: Path) -> None:
     error = _config_error(tmp_path, "[worker]\nzzz = 1\naaa = 2\nworkers = 0\n")
     assert error.key == "worker.zzz"  # unknown keys first, in file order
-    error = _config_error(tmp_path, "[worker]\ndebug = 1\nworkers = 0\n")
+    error = _config_error(tmp_path, "[worker]\ndebug = 1\nworkers = -1\n")
     assert error.key == "worker.workers"  # then field order, not file order
 
 

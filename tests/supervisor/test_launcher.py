@@ -718,7 +718,7 @@ def test_quickstart_example_boots_and_works(quickstart: Path) -> None:
     from coretsia.supervisor.config import load_config
     from coretsia.supervisor.task_sources import generation_spec
 
-    publish(quickstart, generation_spec(load_config(quickstart)))
+    publish(quickstart, generation_spec(quickstart, load_config(quickstart)))
     with SqliteQueue(str(quickstart / "var/queue.sqlite3")) as queue:
         queue.enqueue(["hello"])
     with Launcher(quickstart, slot=0) as launcher:

@@ -119,25 +119,13 @@ def cmd_start(args: argparse.Namespace) -> int:
     from coretsia.supervisor.task_sources import generation_spec
 
     config = load_config(root, args.config)
-    driver = resolve_driver(config.driver)
-    transport = resolve_transport(config.control_transport)
-    spec = generation_spec(config)  # discovery happens here, once, never in a worker
-    (root / "var/tmp").mkdir(parents=True, exist_ok=True)
+    resolve_driver(config.driver)  # the seed's order: an unavailable driver before discovery
+    resolve_transport(config.control_transport)
+    spec = generation_spec(root, config)  # discovery happens here, once, never in a worker
 
-    import trio
+    from coretsia.supervisor.runner import run_supervisor
 
-    from coretsia.guardian.logs import JsonFormatter, configure
-    from coretsia.guardian.subreaper import become_subreaper
-    from coretsia.supervisor.supervisor import Supervisor
-
-    become_subreaper()  # what a killed guardian leaves behind comes to us (Linux)
-
-    logger = configure(args.log_format)
-    log_json = isinstance(logger.handlers[0].formatter, JsonFormatter)
-    supervisor = Supervisor(
-        root, config, spec, driver, transport, umask, os.environ, log_json=log_json
-    )
-    trio.run(supervisor.run)
+    run_supervisor(root, config, spec, umask, args.log_format)
     return ExitCode.OK
 
 

@@ -117,7 +117,19 @@ _ENUM_FIELDS: Final[dict[str, Mapping[str, enum.Enum]]] = {
 }
 
 _TOP_LEVEL: Final = frozenset({"worker", "process"})
-"""Top-level keys of the file; ``[[process]]`` is reserved for seed 003's pool entries."""
+"""Top-level keys of the file: ``[worker]`` and seed 003's ``[[process]]`` entries."""
+
+_PROCESS_KEYS: Final = frozenset({"name", "target", "workers", "enable_async", "enabled"})
+"""Keys of one ``[[process]]`` table: the arguments of ``ProcessManager.add_batch``."""
+
+EVENT_LOOPS: Final = ("asyncio", "trio")
+"""What an async process entry can run under; asyncio is what most async libraries need."""
+
+IPC_TYPES: Final = ("none", "unixsock", "msgqueue")
+"""Seed 003's pool-wide IPC modes (``socket`` is refused, as the manager refuses it)."""
+
+MAX_MSG_QUEUE_KEY: Final = 0x7FFF_FFFF
+MIN_RESPAWN_INTERVAL_MS: Final = 10
 
 _WORKER_KEYS: Final = frozenset(
     {
@@ -138,6 +150,14 @@ _WORKER_KEYS: Final = frozenset(
         "debug",
         "source_options",
         "hooks",
+        "process_modules",
+        "ipc_type",
+        "msg_queue_key",
+        "event_loop",
+        "respawn_interval_ms",
+        "restart_intensity",
+        "restart_period_ms",
+        "restart_backoff_max_ms",
     }
 )
 _CONTROL_KEYS: Final = {"transport": "control_transport"}
@@ -188,6 +208,40 @@ def _check_path(field: str, value: object) -> str:
 
 
 @attrs.frozen(kw_only=True)
+class ProcessTable:
+    """One ``[[process]]`` table: seed 003's registration, written as configuration.
+
+    ``index`` is its position in the file, for error keys (``process[2].target``). The
+    rules of the values themselves (names, counts, the async flag against the entry's
+    shape) are the manager's, applied when the entries are registered at ``start``.
+    """
+
+    index: int
+    target: str
+    name: str | None = None
+    workers: int = 1
+    enable_async: bool | None = None
+    enabled: bool = True
+
+    def __attrs_post_init__(self) -> None:
+        prefix = f"process[{self.index}]."
+        if type(self.target) is not str:
+            raise WorkerConfigError(prefix + "target", ConfigRule.WRONG_TYPE)
+        if not _is_target(self.target):
+            raise WorkerConfigError(prefix + "target", ConfigRule.INVALID_TARGET)
+        if self.name is not None and (type(self.name) is not str or not self.name):
+            raise WorkerConfigError(prefix + "name", ConfigRule.WRONG_TYPE)
+        if type(self.workers) is not int:
+            raise WorkerConfigError(prefix + "workers", ConfigRule.WRONG_TYPE)
+        if not 0 <= self.workers <= MAX_WORKERS:
+            raise WorkerConfigError(prefix + "workers", ConfigRule.OUT_OF_RANGE)
+        if self.enable_async is not None and type(self.enable_async) is not bool:
+            raise WorkerConfigError(prefix + "enable_async", ConfigRule.WRONG_TYPE)
+        if type(self.enabled) is not bool:
+            raise WorkerConfigError(prefix + "enabled", ConfigRule.WRONG_TYPE)
+
+
+@attrs.frozen(kw_only=True)
 class PoolConfig:
     """The validated ``[worker]`` table; every default is seed 000's baseline.
 
@@ -198,7 +252,7 @@ class PoolConfig:
     """
 
     workers: int = 4
-    """Worker slots in the pool, 1..MAX_WORKERS."""
+    """Task-worker slots, 0..MAX_WORKERS; 0 only in a pool of process entries alone."""
     max_requests: int = 1000
     """Units of work a worker runs before it exits cleanly and is recycled."""
     task_type: TaskType = TaskType.QUEUE
@@ -239,6 +293,26 @@ class PoolConfig:
     """Budget of the terminate/reap phase, and again of the kill/reap phase."""
     debug: bool = False
     """UNSAFE opt-in: a failing worker writes its traceback (which may hold data) to stderr."""
+    processes: tuple[ProcessTable, ...] = ()
+    """``[[process]]``: seed 003's entries, registered at ``start`` beside the task workers."""
+    process_modules: tuple[str, ...] = ()
+    """Modules whose ``@process`` classes ``start`` discovers (imported, never scanned)."""
+    ipc_type: str = "none"
+    """Seed 003's pool-wide IPC mode for process entries: none, unixsock or msgqueue."""
+    msg_queue_key: int = 0
+    """System V key of the ``msgqueue`` mode's queue; 0 makes a private queue."""
+    event_loop: str = "asyncio"
+    """What async process entries run under: asyncio, or trio."""
+    respawn_interval_ms: int = 100
+    """Least time between two spawns of one process entry's slot (a returning entry
+    never spins the CPU); the one departure from seed 003's "no backoff"."""
+    restart_intensity: int = 0
+    """Most entry replacements within ``restart_period_ms`` before the pool fails
+    (``worker-restart-intensity-exceeded``); 0: unlimited, as seed 003 has it."""
+    restart_period_ms: int = 60000
+    """The window of ``restart_intensity``."""
+    restart_backoff_max_ms: int = 0
+    """Cap of an entry's exponential respawn back-off; 0: off (only the interval)."""
 
     @property
     def state_tmp_path(self) -> str:
@@ -251,7 +325,7 @@ class PoolConfig:
         ``task_type`` is checked last so that a file with both a config error and a bad
         task type reports the config error (exit 6), which is the one the operator fixes.
         """
-        _check_int("workers", self.workers, 1, MAX_WORKERS)
+        _check_int("workers", self.workers, 0, MAX_WORKERS)
         _check_int("max_requests", self.max_requests, 1, MAX_REQUESTS)
         if self.task_source is not None:
             target = _check_str("task_source", self.task_source)
@@ -270,10 +344,38 @@ class PoolConfig:
             _check_int(field, getattr(self, field), 1, MAX_TIMEOUT_MS)
         if type(self.debug) is not bool:
             raise _fail("debug", ConfigRule.WRONG_TYPE)
+        self._check_processes()
         if not isinstance(self.task_type, TaskType):
             # Seed 000: an invalid or missing task_type is a Worker-owned lifecycle
             # validation failure, not a configuration error.
             raise WorkerLifecycleFailedError(Reason.INVALID_STATE)
+
+    def _check_processes(self) -> None:
+        """The process-entry settings; a pool needs at least one slot of either kind."""
+        if type(self.processes) is not tuple or not all(
+            isinstance(table, ProcessTable) for table in self.processes
+        ):
+            raise WorkerConfigError("process", ConfigRule.WRONG_TYPE)
+        if type(self.process_modules) is not tuple:
+            raise _fail("process_modules", ConfigRule.WRONG_TYPE)
+        for index, module in enumerate(self.process_modules):
+            key = f"worker.process_modules[{index}]"
+            if type(module) is not str:
+                raise WorkerConfigError(key, ConfigRule.WRONG_TYPE)
+            if not re.fullmatch(_DOTTED, module):
+                raise WorkerConfigError(key, ConfigRule.INVALID_TARGET)
+        for field, choices in (("ipc_type", IPC_TYPES), ("event_loop", EVENT_LOOPS)):
+            if _check_str(field, getattr(self, field)) not in choices:
+                raise _fail(field, ConfigRule.NOT_ONE_OF)
+        _check_int("msg_queue_key", self.msg_queue_key, 0, MAX_MSG_QUEUE_KEY)
+        _check_int(
+            "respawn_interval_ms", self.respawn_interval_ms, MIN_RESPAWN_INTERVAL_MS, MAX_TIMEOUT_MS
+        )
+        _check_int("restart_intensity", self.restart_intensity, 0, MAX_WORKERS * 1000)
+        _check_int("restart_period_ms", self.restart_period_ms, 1, MAX_TIMEOUT_MS)
+        _check_int("restart_backoff_max_ms", self.restart_backoff_max_ms, 0, MAX_TIMEOUT_MS)
+        if self.workers == 0 and not self.processes and not self.process_modules:
+            raise _fail("workers", ConfigRule.OUT_OF_RANGE)
 
     def _check_source_options(self) -> None:
         if type(self.source_options) is not tuple or len(self.source_options) > MAX_OPTIONS:
@@ -346,6 +448,8 @@ class PoolConfig:
         """
         out: dict[str, object] = {}
         for field in attrs.fields(PoolConfig):
+            if field.name in ("processes", "process_modules"):
+                continue  # registered at start: the generation carries the snapshot
             value = getattr(self, field.name)
             if isinstance(value, enum.Enum):
                 value = value.value
@@ -373,8 +477,13 @@ def _subtable(data: Mapping[str, object], name: str) -> Mapping[Any, object]:
     return table
 
 
-def parse_config(data: Mapping[str, object]) -> PoolConfig:
+def parse_config(
+    data: Mapping[str, object], processes: tuple[ProcessTable, ...] = ()
+) -> PoolConfig:
     """Validate the content of the ``[worker]`` table, already parsed from TOML.
+
+    ``processes`` are the file's ``[[process]]`` tables, already parsed: the slot-count
+    rule (``workers = 0`` needs at least one process entry) spans both.
 
     Missing keys take their defaults. Strings naming an enum member become that member
     (``driver = "pcntl"`` becomes :attr:`DriverRequest.FORK`); anything else is passed
@@ -397,6 +506,8 @@ def parse_config(data: Mapping[str, object]) -> PoolConfig:
     fields.update({_CONTROL_KEYS[k]: v for k, v in control.items()})
     fields.update({_TCP_KEYS[k]: v for k, v in tcp.items()})
     fields["source_options"] = tuple(options.items())
+    if type(fields.get("process_modules")) is list:
+        fields["process_modules"] = tuple(fields["process_modules"])
     for kind in HOOK_KINDS:
         value = hooks.get(kind, [])
         fields[f"{kind}_hooks"] = tuple(value) if type(value) is list else value
@@ -407,7 +518,20 @@ def parse_config(data: Mapping[str, object]) -> PoolConfig:
             fields[field] = members[value]
     if type(fields.get("app_path")) is list:
         fields["app_path"] = tuple(fields["app_path"])
-    return PoolConfig(**fields)
+    return PoolConfig(**fields, processes=processes)
+
+
+def parse_process_tables(tables: object) -> tuple[ProcessTable, ...]:
+    """Validate the ``[[process]]`` array of tables (unknown keys, types, ranges)."""
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise WorkerConfigError("process", ConfigRule.WRONG_TYPE)
+    parsed = []
+    for index, table in enumerate(tables):
+        _check_keys(table, _PROCESS_KEYS, f"process[{index}].")
+        if "target" not in table:
+            raise WorkerConfigError(f"process[{index}].target", ConfigRule.WRONG_TYPE)
+        parsed.append(ProcessTable(index=index, **table))
+    return tuple(parsed)
 
 
 def load_config(root: pathlib.Path, config_file: str | None = None) -> PoolConfig:
@@ -417,8 +541,8 @@ def load_config(root: pathlib.Path, config_file: str | None = None) -> PoolConfi
     ``coretsia.toml`` is read, and its absence simply means "all defaults". A file that
     was asked for explicitly must exist.
 
-    The top level may hold only ``[worker]`` and ``[[process]]`` (reserved for seed 003's
-    named pool entries: accepted as an array of tables and ignored for now).
+    The top level may hold only ``[worker]`` and ``[[process]]`` (seed 003's named pool
+    entries, registered at ``start`` beside the task workers).
     """
     if config_file is not None and not is_safe_relative_path(config_file):
         raise WorkerConfigError(FILE_KEY, ConfigRule.UNSAFE_PATH)
@@ -440,10 +564,8 @@ def load_config(root: pathlib.Path, config_file: str | None = None) -> PoolConfi
         # `from None`: a UnicodeDecodeError carries the file's bytes in `.object`.
         raise WorkerConfigError(FILE_KEY, ConfigRule.NOT_TOML) from None
     _check_keys(document, _TOP_LEVEL, "")
-    process = document.get("process", [])
-    if not isinstance(process, list) or not all(isinstance(p, dict) for p in process):
-        raise WorkerConfigError("process", ConfigRule.WRONG_TYPE)
+    processes = parse_process_tables(document.get("process", []))
     worker = document.get("worker", {})
     if not isinstance(worker, dict):
         raise WorkerConfigError("worker", ConfigRule.WRONG_TYPE)
-    return parse_config(worker)
+    return parse_config(worker, processes)

@@ -83,6 +83,7 @@ if TYPE_CHECKING:
     import socket
     from collections.abc import Mapping
 
+    from coretsia.supervisor.stop_signal import StopSignal
     from coretsia.worker_protocol.catalogue import Reason
     from coretsia.worker_protocol.task_source import TaskSource
     from coretsia.worker_protocol.worker_channel import WorkerFrame
@@ -91,9 +92,6 @@ ARG_PREFIX = "--coretsia-worker-"
 ARGS = ("artifact-root", "slot", "channel-fd", "stop-fd")
 FORBIDDEN_ARGS = ("module-manifest", "config", "container")
 """Seed 000: a child boots from the whole generation, never from individual files."""
-
-
-_MAX_POLL_MS = 2**31 - 1
 
 
 def main() -> None:
@@ -214,42 +212,27 @@ class _Reporter:
 class _Context:
     """The :class:`~coretsia.worker_protocol.task_source.TaskSourceContext` a source gets.
 
-    ``stopping`` and ``wait_for_stop`` look at the stop descriptor's readiness without
-    reading it, so it stays readable for every later check (and for the source's own
-    ``poll``); once seen, stopping is remembered.
+    ``stopping`` and ``wait_for_stop`` look at the stop descriptor through a
+    :class:`~coretsia.supervisor.stop_signal.StopSignal`, which never reads it.
     """
 
-    __slots__ = (
-        "_generation",
-        "_options",
-        "_poller",
-        "_slot",
-        "_stop_fd",
-        "_stopping",
-        "_task_type",
-    )
+    __slots__ = ("_generation", "_options", "_slot", "_stop", "_task_type")
 
     def __init__(
         self,
         task_type: str,
         slot: int,
-        stop_fd: int,
+        stop: StopSignal,
         generation: str,
         options: dict[str, object],
     ) -> None:
-        import select
         import types
 
         self._task_type = task_type
         self._slot = slot
         self._generation = generation
         self._options = types.MappingProxyType(dict(options))
-        self._stop_fd = stop_fd
-        self._stopping = False
-        self._poller: select.poll | None = None
-        if hasattr(select, "poll"):  # no FD_SETSIZE limit; Windows has only select()
-            self._poller = select.poll()
-            self._poller.register(stop_fd, select.POLLIN)
+        self._stop = stop
 
     @property
     def task_type(self) -> str:
@@ -269,26 +252,13 @@ class _Context:
 
     @property
     def stopping(self) -> bool:
-        return self.wait_for_stop(0)
+        return self._stop.stopping
 
     def stop_fileno(self) -> int:
-        return self._stop_fd
+        return self._stop.fileno()
 
     def wait_for_stop(self, timeout: float | None) -> bool:
-        if self._stopping:
-            return True
-        if timeout is not None:
-            timeout = max(timeout, 0.0)
-        if self._poller is not None:
-            ms = None  # block; also for a timeout poll() cannot express (about 24 days)
-            if timeout is not None and timeout * 1000 <= _MAX_POLL_MS:
-                ms = -int(-timeout * 1000 // 1)  # round up: never wake before the timeout
-            self._stopping = bool(self._poller.poll(ms))
-        else:
-            import select
-
-            self._stopping = bool(select.select([self._stop_fd], [], [], timeout)[0])
-        return self._stopping
+        return self._stop.wait(timeout)
 
 
 def _run(argv: list[str], *, armed: bool) -> int:
@@ -320,11 +290,10 @@ def _run(argv: list[str], *, armed: bool) -> int:
 def _serve(
     reporter: _Reporter, root: str, artifact_root: str, slot: int, stop_fd: int, *, armed: bool
 ) -> int:
-    """Boot from the generation, resolve the source, report ready, run the loop."""
+    """Boot from the generation; run a task worker or, past the task slots, an entry."""
     from coretsia.supervisor.generation import GenerationError, load_current_generation
-    from coretsia.supervisor.worker_loop import Retirement, resolve_hooks, work
+    from coretsia.supervisor.stop_signal import StopSignal
     from coretsia.worker_protocol.catalogue import Reason
-    from coretsia.worker_protocol.worker_channel import Ready, Retiring
 
     if not armed:  # no parent-death watch: this worker could outlive its generation
         raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
@@ -333,18 +302,37 @@ def _serve(
     except GenerationError as error:
         raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED) from error
     reporter.debug = spec.get("debug") is True
-    workers = _positive_int(spec, "workers")
-    max_requests = _positive_int(spec, "max_requests")
+    workers = _count(spec, "workers", 0)
+    stop = StopSignal(stop_fd)
+    if slot < workers:
+        _extend_path(root, spec.get("app_path"))
+        return _serve_tasks(reporter, spec, slot, stop, generation)
+    processes = spec.get("processes")
+    if processes is None:
+        raise _Exit(EXIT_CONTRACT)  # no entries: the slot is past every task slot
+    from coretsia.supervisor.process.entry_worker import EntryBoot
+
+    boot = EntryBoot(processes, slot - workers)  # a slot past every entry is a contract error
+    _extend_path(root, spec.get("app_path"))
+    return boot.serve(reporter, spec, stop, generation)
+
+
+def _serve_tasks(
+    reporter: _Reporter, spec: dict[str, object], slot: int, stop: StopSignal, generation: str
+) -> int:
+    """Resolve the task source, report ready, run the sequential loop."""
+    from coretsia.supervisor.worker_loop import Retirement, resolve_hooks, work
+    from coretsia.worker_protocol.catalogue import Reason
+    from coretsia.worker_protocol.worker_channel import Ready, Retiring
+
+    max_requests = _count(spec, "max_requests", 1)
     task_type = spec.get("task_type")
     if task_type not in ("queue", "http"):
         raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
-    if slot >= workers:
-        raise _Exit(EXIT_CONTRACT)
     options = spec.get("source_options", {})
     if not isinstance(options, dict):
         raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
-    _extend_path(root, spec.get("app_path"))
-    context = _Context(str(task_type), slot, stop_fd, generation, options)
+    context = _Context(str(task_type), slot, stop, generation, options)
     hooks = resolve_hooks(spec)
     source = _resolve_source(spec.get("task_source"), context)
     reporter.send(Ready())
@@ -359,9 +347,9 @@ def _serve(
     )
 
 
-def _positive_int(spec: dict[str, object], key: str) -> int:
+def _count(spec: dict[str, object], key: str, low: int) -> int:
     value = spec.get(key)
-    if type(value) is not int or value < 1:
+    if type(value) is not int or value < low:
         from coretsia.worker_protocol.catalogue import Reason
 
         raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)

@@ -7,6 +7,7 @@ and every change wakes whoever waits in :meth:`Pool.wait_until`.
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Callable
 
 import attrs
@@ -37,6 +38,16 @@ class Slot:
     """Set when the current worker's channel reached its end: every frame was read."""
     channel: trio.socket.SocketType | None = None
     """The supervisor's end of the current worker's channel (for the ``retire`` grant)."""
+    entry: bool = False
+    """A process entry's slot (seed 003): replaced when its worker exits, not fatal."""
+    started: bool = False
+    """Some worker of this slot has been ready: for an entry, what ``start`` waits for."""
+    spawned_at: float = -math.inf
+    """When the current worker was spawned (``trio.current_time``), for the respawn pace."""
+    ready_at: float | None = None
+    """When the current worker became ready, for an entry's back-off reset."""
+    rapid_exits: int = 0
+    """Consecutive short-lived workers of an entry: the back-off exponent."""
 
 
 @attrs.define
@@ -60,6 +71,17 @@ class Pool:
     def all_ready(self) -> bool:
         """Every slot ready."""
         return self.ready_count == len(self.slots)
+
+    @property
+    def all_started(self) -> bool:
+        """What ``start`` waits for: every task slot ready, every entry ready once.
+
+        An entry that returns at once is replaced over and over (seed 003), so it may
+        never be ready at the same instant as the others; its first readiness counts.
+        """
+        return all(
+            slot.state is SlotState.READY or (slot.entry and slot.started) for slot in self.slots
+        )
 
     def changed(self) -> None:
         """Wake every waiter: something they may be waiting for has changed."""

@@ -42,6 +42,7 @@ from coretsia.supervisor.control_server import ControlServer
 from coretsia.supervisor.guardian_link import GuardianLink, guardian_env
 from coretsia.supervisor.notify import Notifier
 from coretsia.supervisor.pool import Pool, Slot, SlotState
+from coretsia.supervisor.respawn import RespawnPolicy
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.control import (
     ControlResponse,
@@ -136,13 +137,26 @@ class Supervisor:
         self._released = trio.Event()
         self._lock_released = False
         self._subscribers: list[trio.MemorySendChannel[ControlResponse]] = []
+        task_slots = _count(spec.get("workers"))
+        processes = spec.get("processes")
+        entries = processes.get("entries", []) if isinstance(processes, dict) else []
         self._pool = Pool(
             pid=os.getpid(),
             driver=driver,
             transport=transport,
             endpoint_hash="0" * 32,
-            slots=[Slot(i) for i in range(config.workers)],
+            slots=[
+                Slot(i, entry=i >= task_slots)
+                for i in range(task_slots + (len(entries) if isinstance(entries, list) else 0))
+            ],
         )
+        self._respawn = RespawnPolicy(
+            config.respawn_interval_ms / 1000,
+            config.restart_intensity,
+            config.restart_period_ms / 1000,
+            config.restart_backoff_max_ms / 1000,
+        )
+        self._stop_from_worker = False
         self._nursery: trio.Nursery | None = None
         self._artifact_root = ""
         self._retire_queue: collections.deque[Slot] = collections.deque()
@@ -182,7 +196,7 @@ class Supervisor:
         )
         event(
             "pool.starting",
-            worker_count=config.workers,
+            worker_count=len(self._pool.slots),
             driver=self._driver.value,
             control_transport=self._transport.value,
         )
@@ -216,9 +230,10 @@ class Supervisor:
         if self._failure is not None:
             return
         if self._stop_requested:
-            self._fail(WorkerStartFailedError(Reason.START_CANCELLED))
+            if not self._stop_from_worker:  # a worker's own shutdown request is no cancel
+                self._fail(WorkerStartFailedError(Reason.START_CANCELLED))
             return
-        if not self._pool.all_ready:
+        if not self._pool.all_started:
             self._fail(WorkerStartFailedError(Reason.READINESS_TIMEOUT))
             return
         self._pool.status = PoolStatus.RUNNING
@@ -230,7 +245,7 @@ class Supervisor:
         await self._pool.wait_until(lambda: self._stop_requested or self._failure is not None)
 
     def _start_settled(self) -> bool:
-        return self._pool.all_ready or self._stop_requested or self._failure is not None
+        return self._pool.all_started or self._stop_requested or self._failure is not None
 
     # -- workers ------------------------------------------------------------------------
 
@@ -252,6 +267,8 @@ class Supervisor:
         slot.state = SlotState.SPAWNING
         slot.failed_reason = None
         slot.retiring = False
+        slot.spawned_at = trio.current_time()
+        slot.ready_at = None
         slot.channel_closed = trio.Event()
         try:
             await self._link.send(Spawn(slot=slot.index, argv=self._argv(slot)), (theirs.fileno(),))
@@ -298,6 +315,8 @@ class Supervisor:
                 # exit is being judged with every frame read; it is not ready any more.
                 return
             slot.state = SlotState.READY
+            slot.started = True
+            slot.ready_at = trio.current_time()
             event("worker.ready", slot=slot.index)
             self._publish_state()
             if self._show_progress and self._pool.status is PoolStatus.STARTING:
@@ -310,6 +329,9 @@ class Supervisor:
                 self._retire_queue.append(slot)
                 self._grant_retirement()
         elif isinstance(frame, ShutdownRequest):
+            event("pool.shutdown_requested", slot=slot.index)
+            if not self._stop_requested:
+                self._stop_from_worker = True
             self._request_stop()
         self._pool.changed()
 
@@ -348,12 +370,35 @@ class Supervisor:
             # A clean retirement (max_requests), even before every other slot is ready.
             await self._recycle(slot)
             return
+        if slot.entry and (slot.started or self._pool.status is not PoolStatus.STARTING):
+            # Seed 003: a returning or failing entry is replaced; only a first boot that
+            # never became ready fails the start, as a task worker's would.
+            await self._replace(slot, exit_kind)
+            return
         if slot.failed_reason is not None:
             self._fail(error_for(slot.failed_reason))
         elif self._pool.status is PoolStatus.STARTING:
             self._fail(WorkerStartFailedError(Reason.CHILD_START_FAILED))
         else:
             self._fail(WorkerLifecycleFailedError(Reason.CHILD_EXITED))
+
+    async def _replace(self, slot: Slot, exit_kind: str) -> None:
+        """Spawn a process entry's slot again, at the pace :class:`RespawnPolicy` sets."""
+        now = trio.current_time()
+        lived = now - slot.ready_at if slot.ready_at is not None else 0.0
+        slot.rapid_exits = self._respawn.next_rapid_exits(lived, slot.rapid_exits)
+        if not self._respawn.admit(now):
+            self._fail(WorkerLifecycleFailedError(Reason.RESTART_INTENSITY_EXCEEDED))
+            return
+        event("worker.replaced", slot=slot.index, exit_kind=exit_kind)
+        with trio.move_on_after(self._respawn.delay(slot.spawned_at, slot.rapid_exits, now)):
+            await self._pool.wait_until(lambda: self._stop_requested or self._stopping)
+        if self._stop_requested or self._stopping or self._failure is not None:
+            return
+        try:
+            await self._spawn(slot)
+        except WorkerError as exc:
+            self._fail(exc)
 
     def _grant_retirement(self) -> None:
         """Let the next worker that asked retire, if no slot is being recycled now.
@@ -447,6 +492,10 @@ class Supervisor:
                 subscriber.send_nowait(response)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 continue
+
+    def request_stop(self) -> None:
+        """Stop the pool (``ProcessManager.stop`` from the parent): like SIGTERM."""
+        self._request_stop()
 
     def _request_stop(self) -> None:
         self._stop_requested = True
@@ -628,6 +677,11 @@ class Supervisor:
             subscriber.close()
         if self._server is not None:
             await self._server.wait_idle(RELEASE_TIMEOUT_S)
+
+
+def _count(value: object) -> int:
+    """The generation's task-worker count (validated config, so a plain int)."""
+    return value if type(value) is int and value >= 0 else 0
 
 
 def _sweep_orphans(budget_s: float) -> None:

@@ -19,11 +19,12 @@ contributed ones by entry-point name.
 from __future__ import annotations
 
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import Final
 
 from coretsia.supervisor.config import HOOK_KINDS, PoolConfig
-from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.exceptions import WorkerStartFailedError
+from coretsia.worker_protocol.catalogue import ConfigRule, Reason
+from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerStartFailedError
 
 SOURCE_GROUP: Final = "coretsia.worker.task_sources"
 HOOK_GROUP: Final = "coretsia.worker.hooks"
@@ -73,10 +74,26 @@ def resolve_hooks(config: PoolConfig) -> dict[str, list[str]]:
     return hooks
 
 
-def generation_spec(config: PoolConfig) -> dict[str, object]:
-    """The generation snapshot: the validated config with discovery already resolved."""
+def generation_spec(root: Path, config: PoolConfig) -> dict[str, object]:
+    """The generation snapshot: the validated config with discovery already resolved.
+
+    Task workers get their source and hooks; ``[[process]]`` tables and
+    ``process_modules`` are registered on a :class:`ProcessManager` with the manager's
+    own rules, and its snapshot is frozen as ``processes``.
+    """
     spec = config.to_generation_dict()
-    spec["task_source"] = resolve_task_source(config)
-    for kind, targets in resolve_hooks(config).items():
-        spec[f"{kind}_hooks"] = targets
+    if config.workers:
+        spec["task_source"] = resolve_task_source(config)
+        for kind, targets in resolve_hooks(config).items():
+            spec[f"{kind}_hooks"] = targets
+    spec["processes"] = None
+    spec["process_main"] = None
+    if config.processes or config.process_modules:
+        from coretsia.supervisor.process.config_route import register_from_config
+        from coretsia.supervisor.process.snapshot import snapshot
+
+        manager = register_from_config(root, config)
+        if config.workers == 0 and not manager.entries():
+            raise WorkerConfigError("worker.workers", ConfigRule.OUT_OF_RANGE)
+        spec["processes"] = snapshot(manager)
     return spec

@@ -11,8 +11,9 @@ seed's "strict about unknown keys" needs a name for each way a frame can be wron
 health reasons (the seed asks for a "bounded package-owned health token"), and two start
 failures the seed has no word for: ``worker-peer-version-mismatch`` (the three daemons
 refuse a peer of another version) and ``worker-start-cancelled`` (stopped while starting),
-``worker-generation-draining`` (a killed generation's processes still hold the fence), and
-the hook failures ``worker-task-hook-failed`` and ``worker-task-reset-failed``.
+``worker-generation-draining`` (a killed generation's processes still hold the fence), the
+hook failures ``worker-task-hook-failed`` and ``worker-task-reset-failed``, and
+``worker-restart-intensity-exceeded`` (process entries, beyond seed 003: off by default).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class Reason(str, enum.Enum):
     LIFECYCLE_LOCK_FAILED = "worker-lifecycle-lock-failed"
     LIFECYCLE_LOCATOR_FAILED = "worker-lifecycle-locator-failed"
     PROCESS_HOST_FAILED = "worker-process-host-failed"
+    RESTART_INTENSITY_EXCEEDED = "worker-restart-intensity-exceeded"
     # CORETSIA_WORKER_FORK_FAILED
     FORK_FAILED = "worker-fork-failed"
     # CORETSIA_WORKER_ALREADY_RUNNING
@@ -119,6 +121,7 @@ class ConfigRule(str, enum.Enum):
     RESERVED_PATH = "reserved-path"
     UNAVAILABLE = "unavailable"
     INVALID_TARGET = "invalid-target"
+    DUPLICATE = "duplicate"
 
 
 #: Which code each reason belongs to.
@@ -155,6 +158,7 @@ REASON_CODES: Final[dict[Reason, ErrorCode]] = {
             Reason.LIFECYCLE_LOCK_FAILED,
             Reason.LIFECYCLE_LOCATOR_FAILED,
             Reason.PROCESS_HOST_FAILED,
+            Reason.RESTART_INTENSITY_EXCEEDED,
         ),
         ErrorCode.LIFECYCLE_FAILED,
     ),
@@ -222,6 +226,8 @@ EXPLANATIONS: Final[dict[Reason, str]] = {
     "var/tmp permissions",
     Reason.LIFECYCLE_LOCATOR_FAILED: "the private locator could not be written",
     Reason.PROCESS_HOST_FAILED: "the guardian or the proc host died or broke its protocol",
+    Reason.RESTART_INTENSITY_EXCEEDED: "process entries were replaced more often than "
+    "the configured restart intensity allows",
     Reason.FORK_FAILED: "the OS refused to create a process (limits, memory)",
     Reason.ALREADY_RUNNING: "a worker generation of this root is active or still being "
     "cleaned up; stop it first, or wait",

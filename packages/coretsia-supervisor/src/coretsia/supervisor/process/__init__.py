@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         ProcessDefinition as ProcessDefinition,
     )
     from coretsia.supervisor.process.definition import effective_async as effective_async
+    from coretsia.supervisor.process.entry_worker import Terminated as Terminated
     from coretsia.supervisor.process.errors import (
         AsyncMismatchError as AsyncMismatchError,
     )
@@ -44,6 +45,7 @@ if TYPE_CHECKING:
     from coretsia.supervisor.process.errors import (
         InvalidProcessNameError as InvalidProcessNameError,
     )
+    from coretsia.supervisor.process.errors import NestedPoolError as NestedPoolError
     from coretsia.supervisor.process.errors import (
         ProcessArgumentError as ProcessArgumentError,
     )
@@ -78,6 +80,8 @@ if TYPE_CHECKING:
     from coretsia.supervisor.process.snapshot import load_snapshot as load_snapshot
     from coretsia.supervisor.process.snapshot import snapshot as snapshot
     from coretsia.supervisor.process.targets import target_of as target_of
+    from coretsia.supervisor.process.worker_pool import WorkerPool as WorkerPool
+    from coretsia.supervisor.process.worker_pool import current_pool as current_pool
 
 _HOMES = {
     "decorator": ("Discovered", "ProcessDeclaration", "discover", "process"),
@@ -86,6 +90,7 @@ _HOMES = {
         "AsyncMismatchError",
         "DuplicateProcessNameError",
         "InvalidProcessNameError",
+        "NestedPoolError",
         "ProcessArgumentError",
         "ProcessError",
         "ProcessLimitExceededError",
@@ -105,6 +110,8 @@ _HOMES = {
         "snapshot",
     ),
     "targets": ("target_of",),
+    "entry_worker": ("Terminated",),
+    "worker_pool": ("WorkerPool", "current_pool"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 

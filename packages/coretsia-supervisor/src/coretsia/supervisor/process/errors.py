@@ -18,6 +18,7 @@ __all__ = [
     "AsyncMismatchError",
     "DuplicateProcessNameError",
     "InvalidProcessNameError",
+    "NestedPoolError",
     "ProcessArgumentError",
     "ProcessError",
     "ProcessLimitExceededError",
@@ -95,6 +96,16 @@ class RegistrationClosedError(ProcessError, RuntimeError):
     """Raised on registration or a setting change after the first start attempt."""
 
     default_reason = "registration and settings are closed once start has been attempted"
+
+
+class NestedPoolError(ProcessError, RuntimeError):
+    """Raised by ``start`` inside a managed worker: a worker never runs a pool of its own.
+
+    Seed 003 rejects a second pool created from a managed worker; here it would also be
+    a supervisor below a guardian's worker, outside every fence and budget.
+    """
+
+    default_reason = "a process pool cannot be started inside a managed worker"
 
 
 class ProcessTargetError(ProcessError, TypeError):

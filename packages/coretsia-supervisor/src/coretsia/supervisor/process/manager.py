@@ -23,6 +23,7 @@ entry, so that enabling it later cannot reveal an old mistake.
 
 from __future__ import annotations
 
+import os
 from typing import Any, final
 
 from coretsia.supervisor.process.definition import (
@@ -135,15 +136,26 @@ class ProcessManager:
     ``ipc_type`` is one of ``none`` (default), ``unixsock`` and ``msgqueue``; ``socket``
     is refused (seed 003: it needs a listen step this contract does not have).
     ``msg_queue_key`` is the System V key for ``msgqueue``, 0 for a private queue.
-    Not thread-safe: register from one thread, before the pool starts.
+    ``root`` is the project root whose ``coretsia.toml`` and ``var/`` the pool uses (the
+    working directory by default). Not thread-safe: register from one thread, before the
+    pool starts; :meth:`stop` is the one method for any thread.
     """
 
-    def __init__(self, ipc_type: str = IPC_NONE, msg_queue_key: int = 0) -> None:
+    def __init__(
+        self,
+        ipc_type: str = IPC_NONE,
+        msg_queue_key: int = 0,
+        *,
+        root: str | os.PathLike[str] | None = None,
+    ) -> None:
         self._ipc_type = check_ipc_type(ipc_type)
         self._msg_queue_key = check_msg_queue_key(msg_queue_key)
         self._entries: dict[str, ProcessEntry] = {}
         self._discovered: tuple[Discovered, ...] = ()
         self._closed = False
+        from coretsia.supervisor.process.lifecycle import Runtime
+
+        self._runtime = Runtime(root)
 
     # -- registration ---------------------------------------------------------------
 
@@ -283,7 +295,28 @@ class ProcessManager:
         """The System V message-queue key (0: a private queue)."""
         return self._msg_queue_key
 
-    # -- lifecycle boundary ---------------------------------------------------------
+    # -- lifecycle ------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run the pool in the foreground; return once it stopped and every worker is reaped.
+
+        Refused outside the creating process, off the main thread, inside a running
+        event loop (``worker-signal-handling-unavailable``) and inside a managed worker
+        (:class:`NestedPoolError`); an empty or stopped registry starts nothing. A pool
+        that fails raises its :class:`~coretsia.worker_protocol.exceptions.WorkerError`
+        after its shutdown. See :mod:`.lifecycle`.
+        """
+        self._runtime.start(self)
+
+    def stop(self) -> ProcessManager:
+        """Stop the whole pool: from the parent, another thread, or inside a worker.
+
+        In a worker it asks the supervisor over the worker's channel; before ``start`` it
+        cancels the registry (``start`` will start nothing); after the pool ended it does
+        nothing. Returns at once; ``start`` returns when the pool is down.
+        """
+        self._runtime.stop()
+        return self
 
     @property
     def closed(self) -> bool:

@@ -1,0 +1,90 @@
+"""``[[process]]`` tables and ``process_modules``: seed 003's registration, from the file.
+
+``coretsia-supervisor start`` registers every enabled table on a fresh
+:class:`ProcessManager` through ``add_batch`` (so a table obeys exactly the rules of the
+API: names, batches, the 1,024 limit, the async flag against the entry's shape), then
+runs :func:`.decorator.discover` over ``process_modules``. The target of a table is a
+function or a class, by ``module:qualname``; a class is built once here, with no
+arguments, like discovery does. The application's modules are imported with
+``app_path`` first on ``sys.path``, as the workers will import them.
+
+A rule broken here is a configuration error naming the table's key (``process[2].name``)
+and the rule, never the value: a config error exits 6 before anything was started.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from coretsia.supervisor.config import PoolConfig, ProcessTable
+from coretsia.supervisor.process.decorator import discover
+from coretsia.supervisor.process.errors import (
+    AsyncMismatchError,
+    DuplicateProcessNameError,
+    InvalidProcessNameError,
+    ProcessError,
+    ProcessLimitExceededError,
+)
+from coretsia.supervisor.process.manager import ProcessManager
+from coretsia.worker_protocol.catalogue import ConfigRule
+from coretsia.worker_protocol.exceptions import WorkerConfigError
+
+__all__ = ["register_from_config"]
+
+_RULES: dict[type[ProcessError], tuple[str, ConfigRule]] = {
+    AsyncMismatchError: ("enable_async", ConfigRule.NOT_ONE_OF),
+    DuplicateProcessNameError: ("name", ConfigRule.DUPLICATE),
+    InvalidProcessNameError: ("name", ConfigRule.WRONG_TYPE),
+    ProcessLimitExceededError: ("workers", ConfigRule.OUT_OF_RANGE),
+}
+"""Which key of a table each manager failure blames; anything else blames the target."""
+
+
+def register_from_config(root: Path, config: PoolConfig) -> ProcessManager:
+    """A closed-to-nothing manager holding the file's entries, in file order, then discovery."""
+    manager = ProcessManager(ipc_type=config.ipc_type, msg_queue_key=config.msg_queue_key)
+    added = [str(root if p == "." else root / p) for p in config.app_path]
+    sys.path[0:0] = added
+    try:
+        for table in config.processes:
+            if table.enabled:
+                _register(manager, table)
+        if config.process_modules:
+            try:
+                discover(config.process_modules, manager)
+            except ProcessError as exc:
+                key, rule = _RULES.get(type(exc), ("", ConfigRule.INVALID_TARGET))
+                rule = ConfigRule.INVALID_TARGET if key == "" else rule
+                raise WorkerConfigError("worker.process_modules", rule) from exc
+    finally:
+        for path in added:
+            sys.path.remove(path)
+    return manager
+
+
+def _register(manager: ProcessManager, table: ProcessTable) -> None:
+    prefix = f"process[{table.index}]."
+    try:
+        target = _resolve(table.target)
+        manager.add_batch(table.workers, target, table.enable_async, table.name)
+    except ProcessError as exc:
+        key, rule = _RULES.get(type(exc), ("target", ConfigRule.INVALID_TARGET))
+        raise WorkerConfigError(prefix + key, rule) from exc
+
+
+def _resolve(target: str) -> Any:
+    """Import ``module:qualname``; a class is built with no arguments (its instance runs)."""
+    import importlib
+
+    from coretsia.supervisor.process.errors import ProcessTargetError
+
+    module_name, _, qualname = target.partition(":")
+    try:
+        found: object = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            found = getattr(found, part)
+        return found() if isinstance(found, type) else found
+    except Exception as exc:
+        raise ProcessTargetError("the entry's target cannot be imported or built") from exc

@@ -1,0 +1,263 @@
+"""How a worker runs a process entry: rebuild it, report ready, call ``execute``.
+
+The launcher hands every slot past the task workers here. The slot's entry comes from
+the generation's process snapshot (never from the application's registration code); the
+worker re-imports the entry's module, the main script included (the way
+multiprocessing's spawn mode does: under the name ``__mp_main__``, so the script's
+``if __name__ == "__main__":`` block does not run again), builds the entry, sends its
+readiness frame and calls it with ``(pool, worker_id)``.
+
+Exit status, which the supervisor reads as "replace this entry" while the pool runs:
+
+* 0: ``execute`` returned;
+* 1: ``execute`` raised (with ``debug = true`` the traceback goes to stderr: unsafe, for
+  development), or the entry could not be rebuilt (a ``failed`` frame first);
+* SIGTERM: the guardian's terminate phase arrived. It is turned into an exception in the
+  entry first (:class:`Terminated` for a plain entry, cancellation for an async one), so
+  its ``finally`` blocks run; then the worker ends by the signal, as it would have.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from coretsia.supervisor.process.errors import ProcessError
+from coretsia.supervisor.process.rules import KIND_FUNCTION, KIND_PROCESS
+from coretsia.supervisor.process.worker_pool import WorkerPool
+from coretsia.supervisor.worker_loop import EXIT_CONTRACT, EXIT_FAILURE, WorkerExit
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.worker_channel import Ready
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import socket
+    from collections.abc import Callable
+    from types import FrameType
+    from typing import Any, Protocol
+
+    from coretsia.supervisor.process.snapshot import SnapshotEntry
+    from coretsia.supervisor.stop_signal import StopSignal
+    from coretsia.worker_protocol.worker_channel import WorkerFrame
+
+    class Reporter(Protocol):
+        channel: socket.socket
+        ready: bool
+
+        def send(self, frame: WorkerFrame) -> None: ...
+
+
+__all__ = ["EntryBoot", "Terminated"]
+
+_MAIN = "__main__"
+_MP_MAIN = "__mp_main__"
+
+
+class Terminated(BaseException):
+    """SIGTERM reached a plain entry: the pool is being stopped past its cooperative phase.
+
+    A ``BaseException``, so an entry's ``except Exception`` does not swallow it; its
+    ``finally`` blocks and context managers still run.
+    """
+
+
+class EntryBoot:
+    """The slot's entry, checked; :meth:`serve` runs it."""
+
+    __slots__ = ("entry",)
+
+    def __init__(self, processes: object, index: int) -> None:
+        from coretsia.supervisor.process.snapshot import load_snapshot
+
+        try:
+            entries = load_snapshot(processes).entries
+        except ProcessError as error:
+            raise WorkerExit(EXIT_FAILURE, Reason.CHILD_START_FAILED) from error
+        if index >= len(entries):
+            raise WorkerExit(EXIT_CONTRACT)
+        self.entry: SnapshotEntry = entries[index]
+
+    def serve(
+        self, reporter: Reporter, spec: dict[str, object], stop: StopSignal, generation: str
+    ) -> int:
+        """Rebuild the entry, report ready, run it; return the exit status."""
+        entry = self.entry
+        try:
+            _prepare_main(spec.get("process_main"))
+            run = _runnable(entry)
+        except Exception as error:
+            raise WorkerExit(EXIT_FAILURE, Reason.CHILD_START_FAILED) from error
+        loop = spec.get("event_loop", "asyncio")
+        if loop not in ("asyncio", "trio"):
+            raise WorkerExit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
+        pool = WorkerPool(entry.worker_id, entry.name, generation, stop, reporter.channel)
+        pool._install()
+        reporter.send(Ready())
+        reporter.ready = True
+        try:
+            if entry.enable_async:
+                terminated = _run_async(run, pool, entry.worker_id, str(loop))
+            else:
+                terminated = _run_sync(run, pool, entry.worker_id)
+        except Exception as error:  # noqa: BLE001 - an entry's failure: replaced, not fatal
+            if spec.get("debug") is True:
+                import traceback
+
+                traceback.print_exception(error)  # debug only: may show payloads
+                sys.stderr.flush()
+            return EXIT_FAILURE
+        if terminated:
+            _die_of_sigterm()
+        return 0
+
+
+def _prepare_main(main: object) -> None:
+    """Make the parent's main script importable as it was there (multiprocessing's way).
+
+    ``main`` is the generation's ``process_main``: ``None`` when no entry lives in the
+    main script, else ``{"name": <module under -m or null>, "path": <script or null>,
+    "sys_path": [...]}``.
+    """
+    if main is None:
+        return
+    if not isinstance(main, dict):
+        raise TypeError("process_main")
+    sys_path = main.get("sys_path", [])
+    if not isinstance(sys_path, list):
+        raise TypeError("process_main.sys_path")
+    sys.path.extend(p for p in sys_path if isinstance(p, str) and p not in sys.path)
+    name, path = main.get("name"), main.get("path")
+    import types
+
+    if isinstance(name, str):
+        import importlib
+
+        module = importlib.import_module(name)  # its own __name__: the guard stays false
+    elif isinstance(path, str):
+        module = types.ModuleType(_MP_MAIN)
+        module.__file__ = path
+        sys.modules[_MP_MAIN] = module
+        with open(path, "rb") as source:
+            code = compile(source.read(), path, "exec")
+        exec(code, module.__dict__)
+    else:
+        raise TypeError("process_main")
+    sys.modules[_MAIN] = sys.modules[_MP_MAIN] = module
+
+
+def _runnable(entry: SnapshotEntry) -> Callable[[WorkerPool, int], Any]:
+    """The callable that runs the entry: its function, or a fresh instance's method."""
+    import importlib
+
+    module_name, _, qualname = entry.target.partition(":")
+    found: Any = (
+        sys.modules[_MAIN] if module_name == _MAIN else importlib.import_module(module_name)
+    )
+    for part in qualname.split("."):
+        found = getattr(found, part)
+    if entry.kind == KIND_FUNCTION:
+        function: Callable[[WorkerPool, int], Any] = found
+        return function
+    instance = found()  # built again here, with no arguments, as the docs promise
+    if entry.kind == KIND_PROCESS:
+        execute: Callable[[WorkerPool, int], Any] = instance.execute
+        return execute
+    call: Callable[[WorkerPool, int], Any] = instance
+    return call
+
+
+def _run_sync(run: Callable[[WorkerPool, int], Any], pool: WorkerPool, worker_id: int) -> bool:
+    """Call a plain entry with SIGTERM raising :class:`Terminated`; True if it did."""
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        raise Terminated
+
+    signal.signal(signal.SIGTERM, terminate)
+    try:
+        result = run(pool, worker_id)
+    except Terminated:
+        return True
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the exit is decided now
+    if _is_awaitable(result):
+        result.close()  # an async entry recorded as plain: the generation was edited
+        raise TypeError("entry returned a coroutine")
+    return False
+
+
+def _run_async(
+    run: Callable[[WorkerPool, int], Any], pool: WorkerPool, worker_id: int, loop: str
+) -> bool:
+    """Run an async entry under ``loop``; SIGTERM cancels it. True if it did."""
+    if loop == "trio":
+        import trio
+
+        return trio.run(_trio_main, run, pool, worker_id)
+    import asyncio
+
+    return asyncio.run(_asyncio_main(run, pool, worker_id))
+
+
+async def _asyncio_main(
+    run: Callable[[WorkerPool, int], Any], pool: WorkerPool, worker_id: int
+) -> bool:
+    import asyncio
+
+    task = asyncio.current_task()
+    assert task is not None
+    terminated = False
+
+    def terminate() -> None:
+        nonlocal terminated
+        terminated = True
+        task.cancel()
+
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, terminate)
+    try:
+        await run(pool, worker_id)
+    except asyncio.CancelledError:
+        if not terminated:
+            raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return terminated
+
+
+async def _trio_main(
+    run: Callable[[WorkerPool, int], Any], pool: WorkerPool, worker_id: int
+) -> bool:
+    import trio
+
+    terminated = False
+    with trio.open_signal_receiver(signal.SIGTERM) as received:
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                nonlocal terminated
+                async for _ in received:
+                    terminated = True
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(watch)
+            await run(pool, worker_id)
+            nursery.cancel_scope.cancel()
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    return terminated
+
+
+def _is_awaitable(value: object) -> bool:
+    return hasattr(value, "__await__") and hasattr(value, "close")
+
+
+def _die_of_sigterm() -> None:
+    """End the way SIGTERM ends a process, now that the entry's cleanup ran."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+    raise SystemExit(EXIT_FAILURE)  # not reached: the signal ends the process

@@ -1,0 +1,168 @@
+"""``ProcessManager.start`` and ``stop``: a named pool run by the Coretsia supervisor.
+
+``start`` runs the same supervisor, guardian, drivers and launcher as
+``coretsia-supervisor start`` in the calling process's foreground, with the manager's
+entries as the pool's slots and every other setting (driver, control transport, paths,
+budgets, respawn pace, async event loop) from the root's ``coretsia.toml`` ``[worker]``
+table, or the defaults. The table's task-worker settings and ``[[process]]`` entries are
+not used: this pool runs exactly the manager's registrations.
+
+Guards, in order (seed 003 asks for a start "in a clean CLI"):
+
+1. only the process that created the manager may start it (seed 003's creator-only
+   guard): ``worker-signal-handling-unavailable``;
+2. registration and settings close (seed 003: at the first start attempt);
+3. inside a managed worker: :class:`NestedPoolError`;
+4. from a thread other than the main one, or inside a running asyncio or trio loop:
+   ``worker-signal-handling-unavailable`` (the supervisor must own SIGTERM and SIGINT);
+5. an empty registry, or one whose ``stop`` came before ``start``, starts nothing.
+
+The whole start runs under umask 077 (restored on return) and makes the process a child
+subreaper on Linux (kept: it is what contains a generation whose guardian was killed).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+from pathlib import Path
+
+from coretsia.supervisor.process.errors import NestedPoolError
+from coretsia.supervisor.process.worker_pool import current_pool
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.exceptions import WorkerStartFailedError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import trio
+
+    from coretsia.supervisor.process.manager import ProcessManager
+    from coretsia.supervisor.supervisor import Supervisor
+
+__all__ = ["Runtime"]
+
+_MAIN = "__main__"
+
+
+class Runtime:
+    """One manager's pool lifecycle: created with the manager, in its creator process."""
+
+    def __init__(self, root: str | os.PathLike[str] | None) -> None:
+        self.creator_pid = os.getpid()
+        self.root = root
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._finished = False
+        self._supervisor: Supervisor | None = None
+        self._token: trio.lowlevel.TrioToken | None = None
+
+    def start(self, manager: ProcessManager) -> None:
+        """Run the pool until it stops (see the module docstring); raise its failure."""
+        if os.getpid() != self.creator_pid:
+            raise WorkerStartFailedError(Reason.SIGNAL_HANDLING_UNAVAILABLE)
+        manager._close_registration()
+        if current_pool() is not None:
+            raise NestedPoolError
+        if threading.current_thread() is not threading.main_thread() or _loop_running():
+            raise WorkerStartFailedError(Reason.SIGNAL_HANDLING_UNAVAILABLE)
+        with self._lock:
+            if self._cancelled or self._finished or not manager.entries():
+                return
+        umask = os.umask(0o077)
+        try:
+            self._run(manager, umask)
+        finally:
+            os.umask(umask)
+            with self._lock:
+                self._finished = True
+                self._supervisor = self._token = None
+
+    def _run(self, manager: ProcessManager, umask: int) -> None:
+        from coretsia.supervisor.config import load_config
+        from coretsia.supervisor.process.snapshot import snapshot
+        from coretsia.supervisor.runner import run_supervisor
+
+        root = Path(os.getcwd() if self.root is None else self.root).resolve()
+        config = load_config(root)
+        spec = config.to_generation_dict()
+        spec.update(
+            workers=0,
+            task_source=None,
+            before_hooks=[],
+            after_hooks=[],
+            reset_hooks=[],
+            processes=snapshot(manager),
+            process_main=_main_module(manager),
+        )
+        run_supervisor(root, config, spec, umask, attach=self._attach)
+
+    def _attach(self, supervisor: Supervisor, token: trio.lowlevel.TrioToken) -> None:
+        with self._lock:
+            self._supervisor, self._token = supervisor, token
+            if self._cancelled:
+                supervisor.request_stop()
+
+    def stop(self) -> None:
+        """Stop the pool from anywhere: a worker, another thread, or before ``start``."""
+        pool = current_pool()
+        if pool is not None:
+            pool.shutdown()  # travels on the worker's own channel
+            return
+        with self._lock:
+            self._cancelled = True
+            supervisor, token = self._supervisor, self._token
+        if supervisor is None or token is None:
+            return  # not started yet (it never will be) or already finished
+        import trio
+
+        try:
+            trio.from_thread.run_sync(supervisor.request_stop, trio_token=token)
+        except trio.RunFinishedError:
+            pass  # it stopped meanwhile
+        except RuntimeError:
+            supervisor.request_stop()  # called from inside the run (a signal handler)
+
+
+def _loop_running() -> bool:
+    """Whether this thread is inside a running asyncio or trio event loop."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            return True
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_trio_token()
+        except RuntimeError:
+            return False
+        return True
+    return False
+
+
+def _main_module(manager: ProcessManager) -> dict[str, object]:
+    """How a worker re-creates this process's import state (multiprocessing's spawn data).
+
+    ``sys_path`` always (entries may live beside the script); the main script's module
+    name or file only when an entry lives in it.
+    """
+    cwd = os.getcwd()
+    info: dict[str, object] = {
+        "name": None,
+        "path": None,
+        "sys_path": [os.path.join(cwd, p) if not os.path.isabs(p) else p for p in sys.path],
+    }
+    if not any(entry.target.startswith(_MAIN + ":") for entry in manager.entries()):
+        return info
+    main = sys.modules[_MAIN]
+    spec = getattr(main, "__spec__", None)
+    name = getattr(spec, "name", None)
+    if isinstance(name, str) and not name.endswith(_MAIN):
+        info["name"] = name
+    else:
+        info["path"] = os.path.abspath(str(main.__file__))
+    return info
