@@ -1,0 +1,270 @@
+"""ProcessManager pools run for real: a script per scenario, real workers, real signals.
+
+Each test copies ``tests/support/process_app.py`` into a fresh project root and runs one of
+its scenarios with the test interpreter; the entries append what they saw to
+``events.log``. Waits are on the script's exit, its output lines, or the log (bounded);
+the shared fixture fails any test that leaves a process behind, and every test also
+checks that nothing still runs in its root.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pools
+import pytest
+
+APP = Path(__file__).resolve().parents[1] / "support" / "process_app.py"
+WAIT = 60.0
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Iterator[Path]:
+    root = tmp_path / "root"
+    root.mkdir()
+    shutil.copy(APP, root / "process_app.py")
+    pools.write_root(root, workers=1, stop_timeout_ms=3000)  # only [worker] is read
+    yield root
+    assert pools.wait_gone(root) == []
+
+
+def configure(root: Path, **worker: object) -> None:
+    pools.write_root(root, **worker)
+
+
+class Script:
+    """``python process_app.py <scenario>`` in ``root``: the pool's parent process."""
+
+    def __init__(self, root: Path, scenario: str) -> None:
+        self.root = root
+        self.proc = subprocess.Popen(
+            [sys.executable, "process_app.py", scenario],
+            cwd=root,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.stdout = ""
+        self.stderr = ""
+
+    def wait_running(self) -> str:
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        assert line.startswith("running:"), (line, self.finish())
+        self.stdout = line
+        return line
+
+    def finish(self) -> str:
+        out, err = self.proc.communicate(timeout=WAIT)
+        self.stdout += out
+        self.stderr = err
+        return self.stdout
+
+    @property
+    def result(self) -> str:
+        """The script's verdict: ``returned`` or ``raised ...`` (its last stdout line)."""
+        return self.stdout.strip().splitlines()[-1]
+
+    @property
+    def logs(self) -> list[dict[str, object]]:
+        return [json.loads(line) for line in self.stderr.splitlines() if line.startswith("{")]
+
+
+def run(root: Path, scenario: str) -> Script:
+    script = Script(root, scenario)
+    script.finish()
+    return script
+
+
+def events(root: Path, prefix: str) -> list[list[str]]:
+    try:
+        lines = (root / "events.log").read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    return [line.split() for line in lines if line.startswith(prefix + " ") or line == prefix]
+
+
+def logged(script: Script, name: str) -> list[dict[str, object]]:
+    return [line for line in script.logs if line["event"] == name]
+
+
+# -- a pool of plain functions ---------------------------------------------------------
+
+
+def test_returning_entries_are_replaced_and_a_worker_stops_the_pool(root: Path) -> None:
+    script = run(root, "run")
+    assert script.result == "returned", script.stderr
+    returns = [float(words[2]) for words in events(root, "returner")]
+    assert len(returns) >= 4
+    # The respawn interval (100 ms by default) paces every replacement of one slot.
+    gaps = [later - earlier for earlier, later in itertools.pairwise(returns)]
+    assert min(gaps) >= 0.09, gaps
+    assert events(root, "steady-stop") == [["steady-stop", "0", "True"]]
+    replaced = logged(script, "worker.replaced")
+    assert len(replaced) >= 3
+    assert {line["slot"] for line in replaced} == {1}
+    assert {line["exit_kind"] for line in replaced} == {"exit-0"}
+    assert len(logged(script, "pool.shutdown_requested")) == 1
+    assert logged(script, "pool.stopped") == [
+        {**logged(script, "pool.stopped")[0], "outcome": "clean"}
+    ]
+    assert not (root / "var/tmp/worker.lock.json").exists()
+
+
+def test_raising_entries_are_replaced_like_returning_ones(root: Path) -> None:
+    script = run(root, "raise")
+    assert script.result == "returned", script.stderr
+    assert len(events(root, "raiser")) >= 4
+    assert {line["exit_kind"] for line in logged(script, "worker.replaced")} == {"exit-nonzero"}
+    assert "entry failed" not in script.stderr  # no traceback without debug = true
+
+
+def test_names_ids_and_typed_entries(root: Path) -> None:
+    script = run(root, "batch")
+    assert script.result == "returned", script.stderr
+    started = sorted((words[1], words[2]) for words in events(root, "steady-start"))
+    assert started == [("0", "web:0"), ("1", "web:1")]
+    assert events(root, "job-execute") == [["job-execute", "2", "2", "2"]]
+    # The typed entry is built once in the parent (to register it), once in its worker.
+    assert len(events(root, "job-built")) == 2
+    assert len({words[1] for words in events(root, "job-built")}) == 2
+
+
+def test_manager_stop_inside_a_worker_stops_the_pool(root: Path) -> None:
+    script = run(root, "manager-stop")
+    assert script.result == "returned", script.stderr
+    assert events(root, "manager-stop") == [["manager-stop", "1"]]
+    assert events(root, "steady-stop") == [["steady-stop", "0", "True"]]
+
+
+def test_manager_stop_from_another_thread_of_the_parent(root: Path) -> None:
+    script = run(root, "thread-stop")
+    assert script.result == "returned", script.stderr
+    assert events(root, "steady-stop") == [["steady-stop", "0", "True"]]
+
+
+@pytest.mark.parametrize("how", ["sigterm", "sigint", "cli"])
+def test_the_parent_stops_on_a_signal_or_the_cli(root: Path, how: str) -> None:
+    script = Script(root, "serve")
+    script.wait_running()
+    status = pools.cli(root, "status", "--json")
+    assert json.loads(status.stdout)["worker_count"] == 2
+    if how == "cli":
+        assert pools.cli(root, "stop").returncode == 0
+    else:
+        script.proc.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGINT)
+    script.finish()
+    assert script.result == "returned", script.stderr
+    assert sorted(words[1] for words in events(root, "steady-stop")) == ["0", "1"]
+
+
+@pytest.mark.parametrize("scenario", ["stubborn", "stubborn-trio"])
+def test_sigterm_runs_the_finally_blocks_of_entries_that_ignore_the_stop(
+    root: Path, scenario: str
+) -> None:
+    loop = "trio" if scenario == "stubborn-trio" else "asyncio"
+    configure(root, workers=1, stop_timeout_ms=200, event_loop=loop)
+    script = Script(root, scenario)
+    script.wait_running()
+    entries = 2 if scenario == "stubborn" else 1
+    pools.wait_for(lambda: len(events(root, "stubborn-start")) == entries)
+    script.proc.send_signal(signal.SIGTERM)
+    script.finish()
+    assert script.result == "returned", script.stderr
+    finals = sorted(words[2] for words in events(root, "stubborn-finally"))
+    # A plain entry sees Terminated; an async one is cancelled (asyncio or trio).
+    expected = ["CancelledError", "Terminated"] if scenario == "stubborn" else ["Cancelled"]
+    assert finals == expected
+    assert {line["exit_kind"] for line in logged(script, "worker.exited")} == {"signal-term"}
+
+
+def test_async_entries_run_under_asyncio_by_default(root: Path) -> None:
+    script = run(root, "async")
+    assert script.result == "returned", script.stderr
+    assert events(root, "async-start") == [["async-start", "0", "asyncio.unix_events"]]
+    assert events(root, "async-stop") == [["async-stop", "0"]]
+
+
+def test_async_entries_run_under_trio_on_request(root: Path) -> None:
+    configure(root, workers=1, event_loop="trio")
+    script = Script(root, "stubborn-trio")
+    script.wait_running()
+    assert pools.cli(root, "stop").returncode == 0
+    script.finish()
+    assert script.result == "returned", script.stderr
+    assert events(root, "stubborn-finally") == [["stubborn-finally", "0", "Cancelled"]]
+
+
+# -- guards and failures ------------------------------------------------------------------
+
+
+def test_a_pool_cannot_start_inside_a_managed_worker(root: Path) -> None:
+    script = run(root, "nested")
+    assert script.result == "returned", script.stderr
+    assert events(root, "nested") == [["nested", "NestedPoolError"]]
+
+
+@pytest.mark.parametrize("scenario", ["thread", "in-asyncio", "in-trio"])
+def test_start_needs_the_main_thread_outside_any_event_loop(root: Path, scenario: str) -> None:
+    script = run(root, scenario)
+    assert script.result == (
+        "raised WorkerStartFailedError "
+        "CORETSIA_WORKER_START_FAILED: worker-signal-handling-unavailable"
+    )
+    assert not (root / "var").exists()  # refused before anything was created
+
+
+def test_only_the_creating_process_may_start(root: Path) -> None:
+    script = run(root, "forked")
+    assert script.stdout.splitlines()[0] == (
+        "child raised WorkerStartFailedError "
+        "CORETSIA_WORKER_START_FAILED: worker-signal-handling-unavailable"
+    )
+    assert script.result == "returned"
+    assert not (root / "var").exists()
+
+
+@pytest.mark.parametrize("scenario", ["empty", "cancelled"])
+def test_an_empty_or_cancelled_registry_starts_nothing(root: Path, scenario: str) -> None:
+    script = run(root, scenario)
+    assert script.stdout.splitlines() == ["returned", "then RegistrationClosedError"]
+    assert not (root / "var").exists()
+
+
+def test_an_entry_that_cannot_be_rebuilt_fails_the_start(root: Path) -> None:
+    script = run(root, "boot-fails")
+    assert script.result == (
+        "raised WorkerStartFailedError CORETSIA_WORKER_START_FAILED: worker-child-start-failed"
+    )
+    assert "cannot build here" not in script.stdout + script.stderr
+
+
+def test_restart_intensity_fails_the_pool(root: Path) -> None:
+    configure(root, workers=1, restart_intensity=3, restart_period_ms=60000)
+    script = run(root, "intensity")
+    assert script.result == (
+        "raised WorkerLifecycleFailedError "
+        "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-restart-intensity-exceeded"
+    )
+    assert len(logged(script, "worker.replaced")) == 3
+    assert len(events(root, "returner")) == 4
+    assert events(root, "steady-stop") == [["steady-stop", "1", "True"]]
+
+
+def test_backoff_doubles_the_delay_up_to_its_cap(root: Path) -> None:
+    configure(root, workers=1, respawn_interval_ms=50, restart_backoff_max_ms=400)
+    script = run(root, "run")
+    assert script.result == "returned", script.stderr
+    returns = [float(words[2]) for words in events(root, "returner")]
+    gaps = [later - earlier for earlier, later in itertools.pairwise(returns)]
+    # 50 ms x 2, x 4, x 8 = 400 (the cap), measured between the entry's own runs.
+    for gap, least in zip(gaps, (0.1, 0.2, 0.4, 0.4), strict=False):
+        assert gap >= least * 0.95, gaps
