@@ -8,14 +8,9 @@ real objects that raise, injected exactly where the real ones would be.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from telemetry_memory import Pipeline, Recorded, in_memory
 
 from coretsia.supervisor.telemetry import (
     NO_TELEMETRY,
@@ -40,43 +35,6 @@ FORBIDDEN_LABELS = {
 }  # fmt: skip
 
 
-@dataclass
-class Recorded:
-    """What one in-memory pipeline received."""
-
-    spans: InMemorySpanExporter
-    reader: InMemoryMetricReader
-
-    def span_attributes(self, name: str) -> list[dict[str, object]]:
-        return [dict(s.attributes or {}) for s in self.spans.get_finished_spans() if s.name == name]
-
-    def points(self, name: str) -> list[tuple[dict[str, object], object]]:
-        """(attributes, value or histogram) of every data point of the metric ``name``."""
-        data = self.reader.get_metrics_data()
-        found = []
-        for resource in data.resource_metrics if data else ():
-            for scope in resource.scope_metrics:
-                for metric in scope.metrics:
-                    if metric.name == name:
-                        found.extend(
-                            (dict(p.attributes or {}), getattr(p, "value", p))
-                            for p in metric.data.data_points
-                        )
-        return found
-
-
-Pipeline = tuple[TracerProvider, MeterProvider, Recorded]
-
-
-def in_memory() -> Pipeline:
-    spans = InMemorySpanExporter()
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
-    reader = InMemoryMetricReader()
-    meter_provider = MeterProvider(metric_readers=[reader])
-    return tracer_provider, meter_provider, Recorded(spans, reader)
-
-
 @pytest.fixture
 def pipeline() -> Iterator[Pipeline]:
     tracer_provider, meter_provider, recorded = in_memory()
@@ -89,13 +47,13 @@ def make(
     pipeline: Pipeline,
     clock: Callable[[], int] | None = None,
 ) -> tuple[Telemetry, Recorded]:
-    tracer_provider, meter_provider, recorded = pipeline
+    tracer_provider, meter_provider, _ = pipeline
     telemetry = Telemetry(
         tracer_provider.get_tracer("test"),
         meter_provider.get_meter("test"),
         clock or ticking([1_000_000, 4_500_000]),
     )
-    return telemetry, recorded
+    return telemetry, pipeline[2]
 
 
 def ticking(readings: list[int]) -> Callable[[], int]:
