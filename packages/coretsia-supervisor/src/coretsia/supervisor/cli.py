@@ -33,6 +33,7 @@ from coretsia.worker_protocol.exceptions import (
 from coretsia.worker_protocol.exit_codes import ExitCode
 
 if TYPE_CHECKING:
+    from coretsia.supervisor.telemetry import Telemetry
     from coretsia.worker_protocol.client import ControlClient
 
 DEBUG_ENV = "CORETSIA_DEBUG"
@@ -135,10 +136,36 @@ def cmd_start(args: argparse.Namespace) -> int:
     logger = configure(args.log_format)
     log_json = isinstance(logger.handlers[0].formatter, JsonFormatter)
     supervisor = Supervisor(
-        root, config, spec, driver, transport, umask, os.environ, log_json=log_json
+        root,
+        config,
+        spec,
+        driver,
+        transport,
+        umask,
+        os.environ,
+        log_json=log_json,
+        telemetry=_telemetry(config.telemetry.value),
     )
     trio.run(supervisor.run)
     return ExitCode.OK
+
+
+def _telemetry(mode: str) -> Telemetry:
+    """The supervisor's telemetry; OpenTelemetry is imported only for ``otel``."""
+    from coretsia.supervisor.telemetry import NO_TELEMETRY
+
+    if mode != "otel":
+        return NO_TELEMETRY
+    import logging
+
+    from coretsia.guardian.logs import event
+    from coretsia.supervisor.otel import opentelemetry_telemetry
+
+    telemetry = opentelemetry_telemetry("coretsia.supervisor")
+    if telemetry is None:
+        event("telemetry.unavailable", logging.WARNING)
+        return NO_TELEMETRY
+    return telemetry
 
 
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[], WorkerError]]] = {
