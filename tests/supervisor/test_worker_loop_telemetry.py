@@ -1,15 +1,17 @@
 """One ``worker.task`` per unit of work (coretsia.supervisor.worker_loop), row by row.
 
 Each row of the worker loop's precedence table is run with an in-memory OpenTelemetry
-pipeline, then again with a tracer, meter and clock that raise: the calls, the
+pipeline, then again with a tracer, meter, clock or exporter that raises: the calls, the
 settlement and the worker's fate must be the same either way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from telemetry_memory import Pipeline, in_memory
 
 from coretsia.supervisor.telemetry import Telemetry
@@ -108,8 +110,8 @@ def test_each_row_is_one_task_span_and_count(
     assert recorded.spans.get_finished_spans()[0].events == ()  # no exception recorded
 
 
-@pytest.mark.parametrize(("fail_at", "outcome"), ROWS, ids=[r[0] or "success" for r in ROWS])
-def test_failing_observability_changes_no_outcome(fail_at: str, outcome: str) -> None:
+@pytest.mark.parametrize("fail_at", [r[0] for r in ROWS], ids=[r[0] or "success" for r in ROWS])
+def test_failing_observability_changes_no_outcome(fail_at: str) -> None:
     """A raising tracer, meter and clock leave calls, settlement and exit reason as they were."""
     broken = Telemetry(Raising(), Raising(), _broken_clock)  # type: ignore[arg-type]
     assert _unit(fail_at, broken) == _unit(fail_at, Telemetry())
@@ -140,3 +142,22 @@ def test_an_escaping_base_exception_is_recorded_as_aborted(pipeline: Pipeline) -
     with pytest.raises(SystemExit):
         run_unit(task, Hooks(), telemetry, "http")
     assert recorded.span_attributes("worker.task") == [{"operation": "http", "outcome": "aborted"}]
+
+
+class _DownExporter(SpanExporter):
+    """An exporter whose collector is unreachable: every export raises."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        raise ConnectionError("collector down")
+
+
+@pytest.mark.parametrize("fail_at", [r[0] for r in ROWS], ids=[r[0] or "success" for r in ROWS])
+def test_a_failing_exporter_changes_no_outcome(fail_at: str) -> None:
+    """Spans exported synchronously into a raising exporter: the unit ends as without."""
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_DownExporter()))
+    try:
+        exporting = Telemetry(provider.get_tracer("t"))
+        assert _unit(fail_at, exporting) == _unit(fail_at, Telemetry())
+    finally:
+        provider.shutdown()
