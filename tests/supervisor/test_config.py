@@ -21,6 +21,7 @@ from coretsia.supervisor.config import (
     PoolConfig,
     ProcessTable,
     TaskType,
+    TelemetryMode,
     load_config,
     parse_config,
 )
@@ -54,6 +55,7 @@ respawn_interval_ms = 250
 restart_intensity = 5
 restart_period_ms = 30000
 restart_backoff_max_ms = 8000
+telemetry = "otel"
 
 [worker.control]
 transport = "tcp"
@@ -122,6 +124,7 @@ def test_no_file_means_every_default(tmp_path: Path) -> None:
     assert config.stop_timeout_ms == 10000
     assert config.force_kill_timeout_ms == 1000
     assert config.debug is False
+    assert config.telemetry is TelemetryMode.OFF
 
 
 @pytest.mark.parametrize("body", ["", "# nothing here\n", "[worker]\n", "[worker.tcp]\n"])
@@ -171,6 +174,7 @@ def test_a_full_valid_file(tmp_path: Path) -> None:
         restart_intensity=5,
         restart_period_ms=30000,
         restart_backoff_max_ms=8000,
+        telemetry=TelemetryMode.OTEL,
     )
     assert config.state_tmp_path == "run/state.json.tmp"
 
@@ -227,6 +231,7 @@ def test_generation_dict_is_plain_json_of_every_field(tmp_path: Path) -> None:
     assert snapshot["task_type"] == "http"
     assert snapshot["driver"] == "proc"
     assert snapshot["control_transport"] == "tcp"
+    assert snapshot["telemetry"] == "otel"
     assert snapshot["app_path"] == [".", "src", "lib/vendored"]
     assert all(type(v) in (int, str, bool, list, dict, type(None)) for v in snapshot.values())
     assert json.loads(json.dumps(snapshot)) == snapshot
@@ -547,6 +552,10 @@ CASES: list[tuple[str, str, ConfigRule]] = [
     ("debug = 1", "worker.debug", ConfigRule.WRONG_TYPE),
     ("debug = 'true'", "worker.debug", ConfigRule.WRONG_TYPE),
     ("debug = 1970-01-01", "worker.debug", ConfigRule.WRONG_TYPE),
+    # telemetry
+    ("telemetry = 'prometheus'", "worker.telemetry", ConfigRule.NOT_ONE_OF),
+    ("telemetry = 'OTEL'", "worker.telemetry", ConfigRule.NOT_ONE_OF),
+    ("telemetry = true", "worker.telemetry", ConfigRule.WRONG_TYPE),
 ]  # fmt: skip
 
 

@@ -54,6 +54,7 @@ __all__ = [
     "MAX_REQUESTS",
     "PoolConfig",
     "TaskType",
+    "TelemetryMode",
     "load_config",
     "parse_config",
 ]
@@ -102,6 +103,13 @@ class TaskType(str, enum.Enum):
     HTTP = "http"
 
 
+class TelemetryMode(str, enum.Enum):
+    """Whether the pool records seed 000's spans and metrics (see ``telemetry.py``)."""
+
+    OFF = "off"
+    OTEL = "otel"
+
+
 _DRIVER_VALUES: Final[dict[str, DriverRequest]] = {
     **{d.value: d for d in DriverRequest},
     # Seed 000 calls the fork-exec driver "pcntl" (PHP's process-control extension); a
@@ -114,6 +122,7 @@ _ENUM_FIELDS: Final[dict[str, Mapping[str, enum.Enum]]] = {
     "task_type": {t.value: t for t in TaskType},
     "driver": _DRIVER_VALUES,
     "control_transport": {t.value: t for t in TransportRequest},
+    "telemetry": {t.value: t for t in TelemetryMode},
 }
 
 _TOP_LEVEL: Final = frozenset({"worker", "process"})
@@ -148,6 +157,7 @@ _WORKER_KEYS: Final = frozenset(
         "stop_timeout_ms",
         "force_kill_timeout_ms",
         "debug",
+        "telemetry",
         "source_options",
         "hooks",
         "process_modules",
@@ -313,6 +323,9 @@ class PoolConfig:
     """The window of ``restart_intensity``."""
     restart_backoff_max_ms: int = 0
     """Cap of an entry's exponential respawn back-off; 0: off (only the interval)."""
+    telemetry: TelemetryMode = TelemetryMode.OFF
+    """``otel``: the supervisor and every worker record spans and metrics through
+    OpenTelemetry (the ``otel`` extra); ``off`` imports none of it."""
 
     @property
     def state_tmp_path(self) -> str:
@@ -345,6 +358,7 @@ class PoolConfig:
         if type(self.debug) is not bool:
             raise _fail("debug", ConfigRule.WRONG_TYPE)
         self._check_processes()
+        _check_enum("telemetry", self.telemetry, TelemetryMode)
         if not isinstance(self.task_type, TaskType):
             # Seed 000: an invalid or missing task_type is a Worker-owned lifecycle
             # validation failure, not a configuration error.

@@ -29,6 +29,7 @@ from typing import Final, Protocol
 import trio
 
 from coretsia.guardian.logs import event
+from coretsia.supervisor.telemetry import NO_TELEMETRY, Telemetry
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.control import (
     ControlRequest,
@@ -109,15 +110,21 @@ class ControlServer:
             raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
         return cls(sock, None)
 
-    async def serve(self, credential: str, handler: ControlHandler) -> None:
-        """Accept connections until cancelled or closed."""
+    async def serve(
+        self, credential: str, handler: ControlHandler, telemetry: Telemetry = NO_TELEMETRY
+    ) -> None:
+        """Accept connections until cancelled or closed.
+
+        Each answered ``status`` or ``health`` is one ``worker.process`` (operation
+        ``status``): a success once the whole answer was sent, a failure otherwise.
+        """
         async with trio.open_nursery() as sessions:
             while True:
                 try:
                     conn, _ = await self._listener.accept()
                 except (OSError, trio.ClosedResourceError):
                     return
-                sessions.start_soon(self._session, conn, credential, handler)
+                sessions.start_soon(self._session, conn, credential, handler, telemetry)
 
     def close(self) -> None:
         """Stop listening and remove the socket file; open sessions carry on."""
@@ -134,32 +141,48 @@ class ControlServer:
             await self._idle.wait()
 
     async def _session(
-        self, conn: trio.socket.SocketType, credential: str, handler: ControlHandler
+        self,
+        conn: trio.socket.SocketType,
+        credential: str,
+        handler: ControlHandler,
+        telemetry: Telemetry,
     ) -> None:
         self._sessions += 1
         self._idle = trio.Event()
         try:
-            await self._serve_one(conn, credential, handler)
+            await self._serve_one(conn, credential, handler, telemetry)
         finally:
             self._sessions -= 1
             if self._sessions == 0:
                 self._idle.set()
 
     async def _serve_one(
-        self, conn: trio.socket.SocketType, credential: str, handler: ControlHandler
+        self,
+        conn: trio.socket.SocketType,
+        credential: str,
+        handler: ControlHandler,
+        telemetry: Telemetry,
     ) -> None:
         with conn:
             request = await self._read_request(conn)
             if request is None or not hmac.compare_digest(request.credential, credential):
                 event("control.refused", logging.WARNING)
                 return
+            if request.command is ControlCommand.STOP:
+                answering = None  # a stop is recorded when the shutdown ends
+            else:
+                answering = telemetry.process("status")
             try:
-                if request.command is ControlCommand.STOP:
+                if answering is None:
                     await _stream(conn, handler.subscribe_stop())
                 else:
                     await _send(conn, handler.answer(request.command))
+                    answering.finish("success")
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
                 return  # the client went away; nothing else is affected
+            finally:
+                if answering is not None:
+                    answering.finish("failure")  # no-op once the answer was sent
 
     async def _read_request(self, conn: trio.socket.SocketType) -> ControlRequest | None:
         key = id(conn)

@@ -10,7 +10,9 @@ Interpreter start-up dominates pool start and recycle, so this module imports on
 :mod:`os` and :mod:`sys` at load time; everything else (``ctypes``, ``socket``,
 ``select``, the protocol frames, :mod:`coretsia.supervisor.generation`) is imported
 inside the functions that need it, after the parent-death watch is armed. It never
-imports trio, attrs, cattrs or psutil (a test checks this with ``-X importtime``).
+imports trio, attrs, cattrs or psutil (a test checks this with ``-X importtime``). With
+``telemetry = "otel"`` in the generation, OpenTelemetry is imported once ``ready`` was
+sent (see :mod:`coretsia.supervisor.otel`), so readiness never waits for it.
 
 The contract with the spawner:
 
@@ -84,6 +86,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from coretsia.supervisor.stop_signal import StopSignal
+    from coretsia.supervisor.telemetry import Telemetry
     from coretsia.worker_protocol.catalogue import Reason
     from coretsia.worker_protocol.task_source import TaskSource
     from coretsia.worker_protocol.worker_channel import WorkerFrame
@@ -344,7 +347,19 @@ def _serve_tasks(
         hooks,
         Retirement(reporter.channel),
         lambda: reporter.send(Retiring()),
+        _telemetry(spec.get("telemetry")),
     )
+
+
+def _telemetry(mode: object) -> Telemetry:
+    """The worker's telemetry: OpenTelemetry for ``otel``, imported only now, after ready."""
+    from coretsia.supervisor.telemetry import NO_TELEMETRY
+
+    if mode != "otel":
+        return NO_TELEMETRY
+    from coretsia.supervisor.otel import opentelemetry_telemetry
+
+    return opentelemetry_telemetry("coretsia.worker") or NO_TELEMETRY
 
 
 def _count(spec: dict[str, object], key: str, low: int) -> int:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     import trio
 
     from coretsia.supervisor.supervisor import Supervisor
+    from coretsia.supervisor.telemetry import Telemetry
 
 __all__ = ["run_supervisor"]
 
@@ -52,7 +53,15 @@ def run_supervisor(
     logger = configure(log_format)
     log_json = isinstance(logger.handlers[0].formatter, JsonFormatter)
     supervisor = Supervisor(
-        root, config, spec, driver, transport, umask, os.environ, log_json=log_json
+        root,
+        config,
+        spec,
+        driver,
+        transport,
+        umask,
+        os.environ,
+        log_json=log_json,
+        telemetry=_telemetry(config.telemetry.value),
     )
 
     async def main() -> None:
@@ -61,3 +70,21 @@ def run_supervisor(
         await supervisor.run()
 
     trio.run(main)
+
+
+def _telemetry(mode: str) -> Telemetry:
+    """The supervisor's telemetry; OpenTelemetry is imported only for ``otel``."""
+    from coretsia.supervisor.telemetry import NO_TELEMETRY
+
+    if mode != "otel":
+        return NO_TELEMETRY
+    import logging
+
+    from coretsia.guardian.logs import event
+    from coretsia.supervisor.otel import opentelemetry_telemetry
+
+    telemetry = opentelemetry_telemetry("coretsia.supervisor")
+    if telemetry is None:
+        event("telemetry.unavailable", logging.WARNING)
+        return NO_TELEMETRY
+    return telemetry

@@ -43,6 +43,7 @@ from coretsia.supervisor.guardian_link import GuardianLink, guardian_env
 from coretsia.supervisor.notify import Notifier
 from coretsia.supervisor.pool import Pool, Slot, SlotState
 from coretsia.supervisor.respawn import RespawnPolicy
+from coretsia.supervisor.telemetry import NO_TELEMETRY, Telemetry
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.control import (
     ControlResponse,
@@ -113,8 +114,11 @@ class Supervisor:
         environ: Mapping[str, str],
         *,
         log_json: bool = False,
+        telemetry: Telemetry = NO_TELEMETRY,
     ) -> None:
         self._root = root
+        self._telemetry = telemetry
+        self._starting = telemetry.process("start")  # ends at running, or failed at shutdown
         self._config = config
         self._spec = spec
         self._driver = driver
@@ -178,6 +182,7 @@ class Supervisor:
                 except WorkerError as exc:
                     self._fail(exc)
                 finally:
+                    self._starting.finish("failure")  # no-op once the pool was running
                     with trio.CancelScope(shield=True):
                         await self._shutdown()
                 nursery.cancel_scope.cancel()
@@ -215,7 +220,7 @@ class Supervisor:
             self._server = await ControlServer.open_unix(self._root / config.socket_path)
         else:
             self._server = await ControlServer.open_tcp(config.tcp_port)
-        nursery.start_soon(self._server.serve, self._credential, self)
+        nursery.start_soon(self._server.serve, self._credential, self, self._telemetry)
         self._publish_state()
         try:
             self._publish_locator()
@@ -242,6 +247,7 @@ class Supervisor:
         output.summary(fields, as_json=False)
         self._notifier.ready(self._status_line())
         event("pool.running", pid=self._pool.pid, worker_count=len(self._pool.slots))
+        self._starting.finish("success")
         await self._pool.wait_until(lambda: self._stop_requested or self._failure is not None)
 
     def _start_settled(self) -> bool:
@@ -615,6 +621,7 @@ class Supervisor:
         if link is None:
             return
         self._stopping = True
+        stopping = self._telemetry.process("stop")
         self._notifier.stopping()
         event("pool.stopping")
         config = self._config
@@ -669,6 +676,7 @@ class Supervisor:
                 reason=self._failure.reason.value,
                 status=self._failure.code.value,
             )
+        stopping.finish("success" if clean and released and cleaned else "failure")
         final: ControlResponse = (
             StoppedResponse() if clean and released else ErrorResponse(Reason.SHUTDOWN_FAILED)
         )

@@ -19,6 +19,10 @@ unit of work ends before the source settles it). A task left unsettled by a term
 failure is not lost: a durable source (the SQLite queue) recovers its lease when the next
 generation starts.
 
+Each unit of work is recorded as one ``worker.task`` span plus the task metrics (see
+:mod:`coretsia.supervisor.telemetry`), whose ``outcome`` names its row: ``completed``,
+``failed``, ``hook-failed``, ``reset-failed``, ``settlement-failed``.
+
 Retirement: after ``max_requests`` attempts (failed ones count) the worker sends
 ``retiring`` and keeps serving until the supervisor answers ``retire``, then exits 0. The
 supervisor grants one retirement at a time, so capacity never drops by more than one slot.
@@ -31,11 +35,14 @@ from __future__ import annotations
 import os
 import select
 
+from coretsia.supervisor.telemetry import NO_TELEMETRY
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket
     from collections.abc import Callable, Sequence
 
+    from coretsia.supervisor.telemetry import Telemetry
     from coretsia.worker_protocol.catalogue import Reason
     from coretsia.worker_protocol.task_source import Task, TaskSource, TaskSourceContext
 
@@ -79,8 +86,35 @@ def _failure(reason_name: str) -> WorkerExit:
     return WorkerExit(EXIT_FAILURE, Reason[reason_name])
 
 
-def run_unit(task: Task, hooks: Hooks) -> None:
-    """One unit of work (see the module's table)."""
+_EXIT_OUTCOMES = {
+    "TASK_HOOK_FAILED": "hook-failed",
+    "TASK_RESET_FAILED": "reset-failed",
+    "TASK_SETTLEMENT_FAILED": "settlement-failed",
+}
+"""The ``worker.task`` outcome of each way a unit of work ends the worker."""
+
+
+def run_unit(
+    task: Task, hooks: Hooks, telemetry: Telemetry = NO_TELEMETRY, operation: str = "queue"
+) -> None:
+    """One unit of work (see the module's table), recorded as one ``worker.task``.
+
+    ``operation`` is the generation's task type. Telemetry is recorded after the outcome
+    is decided and never raises, so it cannot change the outcome.
+    """
+    recording = telemetry.task(operation)
+    outcome = "aborted"  # anything but Exception escaping (SystemExit...) ends here
+    try:
+        outcome = _run_unit(task, hooks)
+    except WorkerExit as leaving:
+        outcome = _EXIT_OUTCOMES.get(leaving.reason.name if leaving.reason else "", outcome)
+        raise
+    finally:
+        recording.finish(outcome)
+
+
+def _run_unit(task: Task, hooks: Hooks) -> str:
+    """The unit itself; returns ``completed`` or ``failed`` (how it was settled)."""
     error: Exception | None = None
     result: object = None
     try:
@@ -106,6 +140,7 @@ def run_unit(task: Task, hooks: Hooks) -> None:
             task.fail(error)
     except Exception as settle_error:
         raise _failure("TASK_SETTLEMENT_FAILED") from settle_error
+    return "completed" if error is None else "failed"
 
 
 class Retirement:
@@ -156,6 +191,7 @@ def work(
     hooks: Hooks,
     retirement: Retirement,
     request_retirement: Callable[[], None],
+    telemetry: Telemetry = NO_TELEMETRY,
 ) -> int:
     """Serve tasks until a cooperative stop or a granted retirement; returns 0."""
     attempts = 0
@@ -173,7 +209,7 @@ def work(
                 break
             raise _failure("TASK_SOURCE_TERMINATED")
         attempts += 1  # seed 000: max_requests counts acquired attempts, failed ones too
-        run_unit(task, hooks)
+        run_unit(task, hooks, telemetry, context.task_type)
     return EXIT_OK
 
 

@@ -1,0 +1,181 @@
+"""``telemetry = "otel"`` in a real pool: spans and metrics leave every process.
+
+The supervisor and each worker configure the OpenTelemetry SDK from ``OTEL_*`` (see
+``coretsia.supervisor.otel``). The test installs a tiny exporter plugin the way any
+exporter is installed, a distribution whose entry points sit in the groups
+``opentelemetry_traces_exporter`` and ``opentelemetry_metrics_exporter``, on the
+processes' ``PYTHONPATH``; it appends what it is given, as JSON lines, to one file. The
+SDK flushes at each process's normal exit, so once the supervisor has exited the file
+holds the whole run.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import textwrap
+from pathlib import Path
+
+from pools import cli, wait_for
+
+SECRET = "s3cr3t-task-payload"
+
+APP = f'''
+import os
+
+class Task:
+    def __init__(self, slot, number):
+        self.slot, self.number = slot, number
+    def run(self):
+        if self.number == 2:
+            raise ValueError("{SECRET} at /srv/private/path")
+        return self.number
+    def complete(self, result):
+        self._done()
+    def fail(self, error):
+        self._done()
+    def _done(self):
+        if self.number == 3:
+            open(f"done-{{self.slot}}", "w").close()
+
+class Three:
+    """Hands out three tasks (the second one fails), then waits for the stop."""
+    def __init__(self, ctx):
+        self.ctx, self.given = ctx, 0
+    def assert_ready(self):
+        pass
+    def receive(self):
+        if self.given < 3:
+            self.given += 1
+            return Task(self.ctx.slot, self.given)
+        self.ctx.wait_for_stop(None)
+        return None
+
+def three(ctx):
+    return Three(ctx)
+'''
+
+EXPORTER = """
+import json, os
+
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+
+def _write(records):
+    with open(os.environ["CORETSIA_TEST_TELEMETRY_OUT"], "a") as out:
+        out.write("".join(json.dumps(r) + chr(10) for r in records))
+
+
+class Spans(SpanExporter):
+    def export(self, spans):
+        _write([
+            {"kind": "span", "name": s.name, "scope": s.instrumentation_scope.name,
+             "attributes": dict(s.attributes), "events": len(s.events)}
+            for s in spans
+        ])
+        return SpanExportResult.SUCCESS
+
+
+class Metrics(MetricExporter):
+    def export(self, metrics_data, timeout_millis=10_000, **kwargs):
+        records = []
+        for resource in metrics_data.resource_metrics:
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    for point in metric.data.data_points:
+                        value = getattr(point, "value", None)
+                        records.append({
+                            "kind": "metric", "name": metric.name, "scope": scope.scope.name,
+                            "attributes": dict(point.attributes),
+                            "value": value if value is not None else point.count,
+                        })
+        _write(records)
+        return MetricExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis=10_000):
+        return True
+
+    def shutdown(self, timeout_millis=30_000, **kwargs):
+        pass
+"""
+
+
+def _exporter_plugin(site: Path) -> None:
+    """A distribution on ``site`` that provides the ``coretsia_test`` exporters."""
+    site.mkdir()
+    (site / "coretsia_file_exporter.py").write_text(textwrap.dedent(EXPORTER))
+    info = site / "coretsia_test_telemetry-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: coretsia-test-telemetry\nVersion: 0\n"
+    )
+    (info / "entry_points.txt").write_text(
+        "[opentelemetry_traces_exporter]\ncoretsia_test = coretsia_file_exporter:Spans\n"
+        "[opentelemetry_metrics_exporter]\ncoretsia_test = coretsia_file_exporter:Metrics\n"
+    )
+
+
+def test_spans_and_metrics_leave_the_supervisor_and_the_workers(  # type: ignore[no-untyped-def]
+    root: Path, supervisors, tmp_path: Path
+) -> None:
+    """worker.process (start, status, stop) and worker.task (six units) reach the exporter."""
+    site = tmp_path / "site"
+    _exporter_plugin(site)
+    out = tmp_path / "telemetry.jsonl"
+    (root / "telemetry_app.py").write_text(textwrap.dedent(APP))
+    with (root / "coretsia.toml").open("a") as config:
+        config.write('telemetry = "otel"\n')
+    text = (root / "coretsia.toml").read_text()
+    (root / "coretsia.toml").write_text(
+        text.replace('"lifecycle_app:idle"', '"telemetry_app:three"')
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+        "OTEL_TRACES_EXPORTER": "coretsia_test",
+        "OTEL_METRICS_EXPORTER": "coretsia_test",
+        "OTEL_METRIC_EXPORT_INTERVAL": "3600000",  # only the final export, at exit
+        "CORETSIA_TEST_TELEMETRY_OUT": str(out),
+    }
+    supervisor = supervisors(root, env=env)
+    supervisor.wait_running()
+    wait_for(lambda: (root / "done-0").exists() and (root / "done-1").exists())
+    assert cli(root, "status").returncode == 0
+    assert cli(root, "stop").returncode == 0
+    assert supervisor.finish() == 0
+
+    raw = out.read_text()
+    assert SECRET not in raw
+    assert str(root) not in raw
+    assert "/srv/private" not in raw
+    records = [json.loads(line) for line in raw.splitlines()]
+    spans = collections.Counter(
+        (r["scope"], r["name"], r["attributes"].get("operation"), r["attributes"]["outcome"])
+        for r in records
+        if r["kind"] == "span"
+    )
+    assert spans == {
+        ("coretsia.supervisor", "worker.process", "start", "success"): 1,
+        ("coretsia.supervisor", "worker.process", "status", "success"): 1,
+        ("coretsia.supervisor", "worker.process", "stop", "success"): 1,
+        ("coretsia.worker", "worker.task", "queue", "completed"): 4,
+        ("coretsia.worker", "worker.task", "queue", "failed"): 2,
+    }
+    assert all(r["events"] == 0 for r in records if r["kind"] == "span")  # no exceptions
+    metrics: collections.Counter[tuple[str, str]] = collections.Counter()
+    for r in records:
+        if r["kind"] == "metric":
+            metrics[r["name"], json.dumps(r["attributes"], sort_keys=True)] += r["value"]
+    assert metrics == {
+        ("worker.process_total", '{"status": "start_success"}'): 1,
+        ("worker.process_total", '{"status": "status_success"}'): 1,
+        ("worker.process_total", '{"status": "stop_success"}'): 1,
+        ("worker.task_total", '{"operation": "queue", "outcome": "completed"}'): 4,
+        ("worker.task_total", '{"operation": "queue", "outcome": "failed"}'): 2,
+        ("worker.task_duration_ms", '{"operation": "queue", "outcome": "completed"}'): 4,
+        ("worker.task_duration_ms", '{"operation": "queue", "outcome": "failed"}'): 2,
+    }
+    keys = {key for r in records for key in r["attributes"]}
+    assert keys <= {"operation", "outcome", "status"}

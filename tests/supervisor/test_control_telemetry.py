@@ -1,0 +1,131 @@
+"""``status_success`` / ``status_failure`` from the real control server, on a real socket.
+
+The server runs in this trio loop with an in-memory OpenTelemetry pipeline injected; the
+clients are real UNIX-socket connections. A client that shut down its reading side
+before asking makes the answer's send fail deterministically (Linux and the BSDs refuse
+to write to a peer that can no longer read): that is a status failure.
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+from telemetry_memory import Pipeline, in_memory
+
+from coretsia.supervisor.control_server import ControlServer
+from coretsia.supervisor.pool import Pool, Slot
+from coretsia.supervisor.telemetry import Telemetry
+from coretsia.worker_protocol.control import (
+    ControlRequest,
+    ControlResponse,
+    StatusResponse,
+    encode_request,
+)
+from coretsia.worker_protocol.vocabulary import ControlCommand, Driver, Transport
+
+pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="UNIX control socket")
+
+CREDENTIAL = secrets.token_hex(32)
+WAIT = 10
+
+
+class Handler:
+    """Answers ``status`` and ``health`` from a fixed pool; notes each answer."""
+
+    def __init__(self) -> None:
+        self.pool = Pool(
+            pid=1,
+            driver=Driver.FORK,
+            transport=Transport.UNIX,
+            endpoint_hash="0" * 32,
+            slots=[Slot(0)],
+        )
+        self.answered = trio.Event()
+
+    def answer(self, command: ControlCommand) -> ControlResponse:
+        self.answered.set()
+        if command is ControlCommand.HEALTH:
+            return self.pool.health(failure_pending=False)
+        return StatusResponse(self.pool.summary())
+
+    def subscribe_stop(self) -> trio.MemoryReceiveChannel[ControlResponse]:
+        raise AssertionError("not used here")
+
+
+@pytest.fixture
+def pipeline() -> Iterator[Pipeline]:
+    tracer_provider, meter_provider, recorded = in_memory()
+    yield tracer_provider, meter_provider, recorded
+    tracer_provider.shutdown()
+    meter_provider.shutdown()
+
+
+async def _ask(
+    server: ControlServer, path: Path, command: ControlCommand, *, credential: str = CREDENTIAL
+) -> bytes:
+    """Send one request; return the answer (up to EOF)."""
+    handler_done = server.wait_idle
+    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with sock:
+        await sock.connect(str(path))
+        await sock.send(encode_request(ControlRequest(command, credential)))
+        answer = b""
+        while chunk := await sock.recv(4096):
+            answer += chunk
+    await handler_done(WAIT)
+    return answer
+
+
+async def _ask_without_reading(server: ControlServer, handler: Handler, path: Path) -> None:
+    """Ask for ``status`` after shutting down our reading side; wait for the session to end."""
+    sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with sock:
+        await sock.connect(str(path))
+        sock.shutdown(socket.SHUT_RD)
+        await sock.send(encode_request(ControlRequest(ControlCommand.STATUS, CREDENTIAL)))
+        await handler.answered.wait()
+        await server.wait_idle(WAIT)
+
+
+async def test_answers_are_status_success_and_a_vanished_client_status_failure(
+    tmp_path: Path, pipeline: Pipeline
+) -> None:
+    """status and health count as status_success; an unsendable answer as status_failure."""
+    tracer_provider, meter_provider, recorded = pipeline
+    telemetry = Telemetry(tracer_provider.get_tracer("t"), meter_provider.get_meter("t"))
+    path = tmp_path / "ctl.sock"
+    server = await ControlServer.open_unix(path)
+    handler = Handler()
+    try:
+        with trio.fail_after(WAIT):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(server.serve, CREDENTIAL, handler, telemetry)
+                assert await _ask(server, path, ControlCommand.STATUS)
+                assert await _ask(server, path, ControlCommand.HEALTH)
+                refused = await _ask(server, path, ControlCommand.STATUS, credential="0" * 64)
+                assert refused == b""  # refused silently, and not a status answer
+                handler.answered = trio.Event()
+                await _ask_without_reading(server, handler, path)
+                nursery.cancel_scope.cancel()
+    finally:
+        server.close()
+    assert sorted(recorded.points("worker.process_total"), key=str) == [
+        ({"status": "status_failure"}, 1),
+        ({"status": "status_success"}, 2),
+    ]
+    assert sorted(map(str, recorded.span_attributes("worker.process"))) == sorted(
+        map(
+            str,
+            [
+                {"operation": "status", "outcome": "success"},
+                {"operation": "status", "outcome": "success"},
+                {"operation": "status", "outcome": "failure"},
+            ],
+        )
+    )

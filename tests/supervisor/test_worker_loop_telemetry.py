@@ -1,0 +1,163 @@
+"""One ``worker.task`` per unit of work (coretsia.supervisor.worker_loop), row by row.
+
+Each row of the worker loop's precedence table is run with an in-memory OpenTelemetry
+pipeline, then again with a tracer, meter, clock or exporter that raises: the calls, the
+settlement and the worker's fate must be the same either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+import pytest
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from telemetry_memory import Pipeline, in_memory
+
+from coretsia.supervisor.telemetry import Telemetry
+from coretsia.supervisor.worker_loop import Hooks, WorkerExit, run_unit
+from coretsia.worker_protocol.catalogue import Reason
+
+
+class Recorder:
+    """A task and hooks that log their calls and fail where told."""
+
+    def __init__(self, fail_at: str = "") -> None:
+        self.calls: list[str] = []
+        self.fail_at = fail_at
+
+    def _step(self, name: str) -> None:
+        self.calls.append(name)
+        if name == self.fail_at:
+            raise ValueError(f"{name} failed at /srv/secret")
+
+    def hook(self, name: str) -> Callable[[], None]:
+        return lambda: self._step(name)
+
+    def hooks(self) -> Hooks:
+        return Hooks([self.hook("before")], [self.hook("after")], [self.hook("reset")])
+
+    def run(self) -> object:
+        self._step("run")
+        return 42
+
+    def complete(self, result: object) -> None:
+        self._step("complete")
+
+    def fail(self, error: BaseException) -> None:
+        self._step("fail")
+
+
+class Raising:
+    """A tracer, meter, span and instrument at once: every method raises."""
+
+    def __getattr__(self, name: str) -> Callable[..., object]:
+        def fail(*args: object, **kwargs: object) -> object:
+            raise RuntimeError(f"{name} failed")
+
+        return fail
+
+
+def _broken_clock() -> int:
+    raise OSError("no clock")
+
+
+def _unit(fail_at: str, telemetry: Telemetry) -> tuple[list[str], Reason | None]:
+    task = Recorder(fail_at)
+    try:
+        run_unit(task, task.hooks(), telemetry, "queue")
+    except WorkerExit as leaving:
+        return task.calls, leaving.reason
+    return task.calls, None
+
+
+ROWS = [
+    ("", "completed"),
+    ("before", "failed"),
+    ("run", "failed"),
+    ("after", "hook-failed"),
+    ("reset", "reset-failed"),
+    ("complete", "settlement-failed"),
+]
+
+
+@pytest.fixture
+def pipeline() -> Iterator[Pipeline]:
+    tracer_provider, meter_provider, recorded = in_memory()
+    yield tracer_provider, meter_provider, recorded
+    tracer_provider.shutdown()
+    meter_provider.shutdown()
+
+
+@pytest.mark.parametrize(("fail_at", "outcome"), ROWS, ids=[r[0] or "success" for r in ROWS])
+def test_each_row_is_one_task_span_and_count(
+    pipeline: Pipeline, fail_at: str, outcome: str
+) -> None:
+    """The outcome label names the row; the error's message and type never appear."""
+    tracer_provider, meter_provider, recorded = pipeline
+    readings = iter([2_000_000, 9_000_000])
+    telemetry = Telemetry(
+        tracer_provider.get_tracer("t"), meter_provider.get_meter("t"), lambda: next(readings)
+    )
+    with_telemetry = _unit(fail_at, telemetry)
+    assert with_telemetry == _unit(fail_at, Telemetry())
+    labels = {"operation": "queue", "outcome": outcome}
+    assert recorded.span_attributes("worker.task") == [labels]
+    assert recorded.points("worker.task_total") == [(labels, 1)]
+    ((attributes, histogram),) = recorded.points("worker.task_duration_ms")
+    assert attributes == labels
+    assert (histogram.count, histogram.sum) == (1, 7.0)
+    assert recorded.spans.get_finished_spans()[0].events == ()  # no exception recorded
+
+
+@pytest.mark.parametrize("fail_at", [r[0] for r in ROWS], ids=[r[0] or "success" for r in ROWS])
+def test_failing_observability_changes_no_outcome(fail_at: str) -> None:
+    """A raising tracer, meter and clock leave calls, settlement and exit reason as they were."""
+    broken = Telemetry(Raising(), Raising(), _broken_clock)  # type: ignore[arg-type]
+    assert _unit(fail_at, broken) == _unit(fail_at, Telemetry())
+
+
+@pytest.mark.parametrize("fail_at", ["", "run"])
+def test_a_failing_clock_records_duration_zero(pipeline: Pipeline, fail_at: str) -> None:
+    """Timing unavailable: the task still counts, with its outcome, and lasts 0 ms."""
+    tracer_provider, meter_provider, recorded = pipeline
+    telemetry = Telemetry(
+        tracer_provider.get_tracer("t"), meter_provider.get_meter("t"), _broken_clock
+    )
+    assert _unit(fail_at, telemetry) == _unit(fail_at, Telemetry())
+    ((_, histogram),) = recorded.points("worker.task_duration_ms")
+    assert (histogram.count, histogram.sum) == (1, 0)
+
+
+def test_an_escaping_base_exception_is_recorded_as_aborted(pipeline: Pipeline) -> None:
+    """SystemExit from a task still ends its span (outcome ``aborted``) and propagates."""
+    tracer_provider, meter_provider, recorded = pipeline
+    telemetry = Telemetry(tracer_provider.get_tracer("t"), meter_provider.get_meter("t"))
+
+    class Exiting(Recorder):
+        def run(self) -> object:
+            raise SystemExit(3)
+
+    task = Exiting()
+    with pytest.raises(SystemExit):
+        run_unit(task, Hooks(), telemetry, "http")
+    assert recorded.span_attributes("worker.task") == [{"operation": "http", "outcome": "aborted"}]
+
+
+class _DownExporter(SpanExporter):
+    """An exporter whose collector is unreachable: every export raises."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        raise ConnectionError("collector down")
+
+
+@pytest.mark.parametrize("fail_at", [r[0] for r in ROWS], ids=[r[0] or "success" for r in ROWS])
+def test_a_failing_exporter_changes_no_outcome(fail_at: str) -> None:
+    """Spans exported synchronously into a raising exporter: the unit ends as without."""
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_DownExporter()))
+    try:
+        exporting = Telemetry(provider.get_tracer("t"))
+        assert _unit(fail_at, exporting) == _unit(fail_at, Telemetry())
+    finally:
+        provider.shutdown()
