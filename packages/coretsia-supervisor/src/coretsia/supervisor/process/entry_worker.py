@@ -141,6 +141,8 @@ def _prepare_main(main: object) -> None:
         with open(path, "rb") as source:
             code = compile(source.read(), path, "exec")
         exec(code, module.__dict__)
+    elif name is None and path is None:
+        return  # no entry lives in the main script: only its import path was needed
     else:
         raise TypeError("process_main")
     sys.modules[_MAIN] = sys.modules[_MP_MAIN] = module
