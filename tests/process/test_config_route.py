@@ -1,0 +1,271 @@
+"""``[[process]]`` and ``process_modules`` through ``coretsia-supervisor start``, for real.
+
+Mixed pools (task workers beside process entries) start, report and stop as one: an
+entry that returns is replaced, a task worker that dies fails the pool (seed 000 and seed
+003 side by side). Registration errors are configuration errors (exit 6) naming the
+table's key and the rule. The shipped example (docs/examples/process_pool) runs by both
+routes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pools
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "docs" / "examples" / "process_pool"
+
+ENTRIES = """
+import os
+
+from coretsia.supervisor.process import process
+
+
+def log(*words):
+    fd = os.open("events.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.write(fd, (" ".join(str(w) for w in words) + "\\n").encode())
+    os.close(fd)
+
+
+def steady(pool, worker_id):
+    log("steady", worker_id, pool.name)
+    pool.wait_for_stop(None)
+
+
+def returner(pool, worker_id):
+    log("returner", worker_id)
+
+
+async def not_async(pool, worker_id):
+    pass
+
+
+class Typed:
+    enabled = True
+    enable_async = False
+
+    def execute(self, pool, worker_id):
+        log("typed", worker_id, pool.name)
+        pool.wait_for_stop(None)
+
+
+class Off(Typed):
+    enabled = False
+
+
+@process(name="beat", workers=2)
+class Beat(Typed):
+    pass
+
+
+@process()
+class Quiet(Typed):
+    enabled = False
+
+
+@process(workers=0)
+class Never(Typed):
+    pass
+"""
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Iterator[Path]:
+    root = tmp_path / "root"
+    root.mkdir()
+    yield root
+    assert pools.wait_gone(root) == []
+
+
+def write(root: Path, worker: dict[str, object], tables: str) -> None:
+    pools.write_root(root, **worker)
+    with (root / "coretsia.toml").open("a") as config:
+        config.write(textwrap.dedent(tables))
+    (root / "entries.py").write_text(textwrap.dedent(ENTRIES))
+
+
+def events(root: Path, prefix: str) -> list[list[str]]:
+    try:
+        lines = (root / "events.log").read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    return [line.split() for line in lines if line.split()[0] == prefix]
+
+
+def test_a_mixed_pool_starts_reports_and_stops_as_one(root: Path) -> None:
+    write(
+        root,
+        {"workers": 2},
+        """
+        [[process]]
+        name = "steady"
+        target = "entries:steady"
+        workers = 2
+
+        [[process]]
+        target = "entries:Typed"
+
+        [[process]]
+        target = "entries:returner"
+
+        [[process]]
+        target = "entries:Off"
+        """,
+    )
+    supervisor = pools.Supervisor(root)
+    assert supervisor.wait_running().startswith("running:")
+    status = json.loads(pools.cli(root, "status", "--json").stdout)
+    assert status["worker_count"] == 6  # 2 task workers + 4 entries (Off takes none)
+    pools.wait_for(lambda: len(events(root, "returner")) >= 3)
+    assert pools.cli(root, "stop").returncode == 0
+    assert supervisor.finish() == 0, supervisor.stderr
+    assert sorted(words[2] for words in events(root, "steady")) == ["steady:0", "steady:1"]
+    assert events(root, "typed") == [["typed", "2", "2"]]  # unnamed: its worker id
+    assert {words[1] for words in events(root, "returner")} == {"3"}
+    replaced = [line for line in supervisor.logs if line["event"] == "worker.replaced"]
+    assert {line["slot"] for line in replaced} == {5}  # slots: 2 task workers, then entries
+
+
+def test_a_task_worker_exit_fails_the_pool_while_an_entry_exit_is_replaced(root: Path) -> None:
+    write(
+        root,
+        {"workers": 1},
+        """
+        [[process]]
+        target = "entries:steady"
+        """,
+    )
+    supervisor = pools.Supervisor(root)
+    supervisor.wait_running()
+    pools.wait_for(lambda: len(events(root, "steady")) == 1)
+    entry_pid = int(
+        next(p.pid for p in supervisor.workers() if "--coretsia-worker-slot=1" in p.cmdline())
+    )
+    os.kill(entry_pid, signal.SIGKILL)
+    pools.wait_for(lambda: len(events(root, "steady")) == 2)  # replaced, pool still up
+    assert json.loads(pools.cli(root, "status", "--json").stdout)["pool_status"] == "running"
+    task_pid = next(
+        p.pid for p in supervisor.workers() if "--coretsia-worker-slot=0" in p.cmdline()
+    )
+    os.kill(task_pid, signal.SIGKILL)
+    assert supervisor.finish() == 1
+    assert supervisor.error == "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-child-exited"
+    kinds = [
+        line.get("exit_kind") for line in supervisor.logs if line["event"] == "worker.replaced"
+    ]
+    assert kinds == ["signal-kill"]
+
+
+def test_a_pool_of_entries_alone_needs_no_task_source(root: Path) -> None:
+    write(
+        root,
+        {"workers": 0, "task_source": None},
+        """
+        [[process]]
+        target = "entries:steady"
+        """,
+    )
+    supervisor = pools.Supervisor(root)
+    supervisor.wait_running()
+    health = json.loads(pools.cli(root, "health", "--json").stdout)
+    assert (health["healthy"], health["worker_count"]) == (True, 1)
+    supervisor.signal(signal.SIGTERM)
+    assert supervisor.finish() == 0
+
+
+def test_process_modules_are_discovered_at_start(root: Path) -> None:
+    write(root, {"workers": 0}, "")
+    config = root / "coretsia.toml"
+    config.write_text(
+        config.read_text().replace("[worker]\n", '[worker]\nprocess_modules = ["entries"]\n')
+    )
+    supervisor = pools.Supervisor(root)
+    supervisor.wait_running()
+    pools.wait_for(lambda: len(events(root, "typed")) == 2)
+    assert pools.cli(root, "stop").returncode == 0
+    assert supervisor.finish() == 0
+    # Beat: two workers named beat:0 and beat:1; Quiet is disabled; Never has no worker.
+    assert sorted(words[2] for words in events(root, "typed")) == ["beat:0", "beat:1"]
+
+
+@pytest.mark.parametrize(
+    ("tables", "key", "rule"),
+    [
+        (
+            '[[process]]\nname = "a"\ntarget = "entries:steady"\n'
+            '[[process]]\nname = "a"\ntarget = "entries:returner"\n',
+            "process[1].name",
+            "duplicate",
+        ),
+        ('[[process]]\ntarget = "entries:missing"\n', "process[0].target", "invalid-target"),
+        ('[[process]]\ntarget = "nowhere:steady"\n', "process[0].target", "invalid-target"),
+        (
+            '[[process]]\ntarget = "entries:not_async"\nenable_async = false\n',
+            "process[0].enable_async",
+            "not-one-of",
+        ),
+        ('[[process]]\ntarget = "entries:Off"\n', "worker.workers", "out-of-range"),
+        (
+            '[[process]]\ntarget = "entries:steady"\nworkers = 1024\n'
+            '[[process]]\ntarget = "entries:returner"\n',
+            "process[1].workers",
+            "out-of-range",
+        ),
+    ],
+)
+def test_registration_errors_are_config_errors(
+    root: Path, tables: str, key: str, rule: str
+) -> None:
+    write(root, {"workers": 0}, tables)
+    result = subprocess.run(
+        [*pools.SUPERVISOR, "start", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 6
+    assert result.stderr.strip() == (
+        f"CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid (key {key}, rule {rule})"
+    )
+    assert not (root / "var/generations").exists()
+
+
+@pytest.mark.parametrize("route", ["api", "config"])
+def test_the_shipped_example_runs_and_stops_itself(tmp_path: Path, route: str) -> None:
+    root = tmp_path / "example"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("var", "__pycache__"))
+    command = (
+        [sys.executable, "pool.py"]
+        if route == "api"
+        else [*pools.SUPERVISOR, "start", "--root", str(root)]
+    )
+    result = subprocess.run(
+        command,
+        cwd=root,
+        env={**os.environ, "EXAMPLE_TICKS": "3"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "scheduler: done, asking the pool to shut down" in out
+    assert "consumer consumer:0 stopping" in out and "consumer consumer:1 stopping" in out
+    assert "returns: it will be replaced" in out
+    assert "heartbeat" not in out + result.stderr  # disabled by default
+    if route == "api":
+        assert out.splitlines()[0] == "registered: consumer:0, consumer:1, scheduler, flaky"
+        assert out.splitlines()[-1] == "pool stopped"
+    assert pools.wait_gone(root) == []
