@@ -262,7 +262,8 @@ def test_the_shipped_example_runs_and_stops_itself(tmp_path: Path, route: str) -
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "scheduler: done, asking the pool to shut down" in out
-    assert "consumer consumer:0 stopping" in out and "consumer consumer:1 stopping" in out
+    assert "consumer consumer:0 stopping" in out
+    assert "consumer consumer:1 stopping" in out
     assert "returns: it will be replaced" in out
     assert "heartbeat" not in out + result.stderr  # disabled by default
     if route == "api":
