@@ -46,6 +46,16 @@ def returner(pool, worker_id):
     log("returner", worker_id)
 
 
+def light(pool, worker_id):
+    # Reports which heavy modules its worker imported, then stops the pool.
+    import sys
+
+    heavy = ("trio", "asyncio", "attrs", "cattrs", "psutil", "inspect", "importlib.metadata")
+    log("light", *[name for name in heavy if name in sys.modules])
+    pool.shutdown()
+    pool.wait_for_stop(None)
+
+
 async def not_async(pool, worker_id):
     pass
 
@@ -181,6 +191,14 @@ def test_a_pool_of_entries_alone_needs_no_task_source(root: Path) -> None:
     assert (health["healthy"], health["worker_count"]) == (True, 1)
     supervisor.signal(signal.SIGTERM)
     assert supervisor.finish() == 0
+
+
+def test_a_plain_entry_worker_boots_without_the_supervisor_runtime(root: Path) -> None:
+    """No trio, attrs, cattrs, psutil, inspect or entry-point discovery in the worker."""
+    write(root, {"workers": 0}, '[[process]]\ntarget = "entries:light"\n')
+    supervisor = pools.Supervisor(root)
+    assert supervisor.finish() == 0, supervisor.stderr
+    assert events(root, "light") == [["light"]]
 
 
 def test_process_modules_are_discovered_at_start(root: Path) -> None:
