@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pytest import approx
+import pytest
 
 from coretsia.supervisor.respawn import RespawnPolicy
 
 
 def test_the_interval_paces_spawns_of_one_slot() -> None:
     policy = RespawnPolicy(0.1, 0, 60.0, 0.0)
-    assert policy.delay(spawned_at=10.0, rapid_exits=0, now=10.03) == approx(0.07)
+    assert policy.delay(spawned_at=10.0, rapid_exits=0, now=10.03) == pytest.approx(0.07)
     assert policy.delay(spawned_at=10.0, rapid_exits=0, now=10.5) == 0.0
     assert policy.next_rapid_exits(lived_s=0.0, rapid_exits=5) == 0  # no back-off: no count
 
@@ -23,7 +23,7 @@ def test_backoff_doubles_to_its_cap_and_resets_after_a_long_life() -> None:
         delays.append(policy.delay(spawned_at=0.0, rapid_exits=rapid, now=100.0))
     assert delays == [0.1, 0.2, 0.4, 0.4, 0.4]
     assert policy.next_rapid_exits(lived_s=0.4, rapid_exits=rapid) == 0
-    assert policy.delay(spawned_at=100.0, rapid_exits=0, now=100.0) == approx(0.05)
+    assert policy.delay(spawned_at=100.0, rapid_exits=0, now=100.0) == pytest.approx(0.05)
 
 
 def test_intensity_counts_replacements_within_the_period() -> None:
