@@ -288,3 +288,26 @@ def test_the_shipped_example_runs_and_stops_itself(tmp_path: Path, route: str) -
         assert out.splitlines()[0] == "registered: consumer:0, consumer:1, scheduler, flaky"
         assert out.splitlines()[-1] == "pool stopped"
     assert pools.wait_gone(root) == []
+
+
+def test_the_heartbeat_example_runs_once_enabled(root: Path) -> None:
+    shutil.copy(EXAMPLE / "heartbeat.py", root / "heartbeat.py")
+    (root / "enabled_heartbeat.py").write_text(
+        textwrap.dedent(
+            """
+            from heartbeat import Heartbeat
+
+            class On(Heartbeat):
+                @property
+                def enabled(self):
+                    return True
+            """
+        )
+    )
+    write(root, {"workers": 0}, '[[process]]\ntarget = "enabled_heartbeat:On"\n')
+    supervisor = pools.Supervisor(root)
+    supervisor.wait_running()
+    assert pools.cli(root, "stop").returncode == 0
+    assert supervisor.finish() == 0, supervisor.stderr
+    # It logs a first heartbeat at once, then waits 30 s or for the stop, in asyncio.
+    assert "heartbeat from worker 0" in supervisor.stderr.splitlines()
