@@ -28,7 +28,7 @@ import enum
 import pathlib
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -204,6 +204,20 @@ def _check_str(field: str, value: object) -> str:
     return value
 
 
+def _check_strings(
+    field: str, values: object, valid: Callable[[str], bool], rule: ConfigRule
+) -> None:
+    """A tuple of strings, each ``valid``; errors name the item (``worker.app_path[2]``)."""
+    if type(values) is not tuple:
+        raise _fail(field, ConfigRule.WRONG_TYPE)
+    for index, item in enumerate(values):
+        key = f"{_KEYS[field]}[{index}]"
+        if type(item) is not str:
+            raise WorkerConfigError(key, ConfigRule.WRONG_TYPE)
+        if not valid(item):
+            raise WorkerConfigError(key, rule)
+
+
 def _check_enum(field: str, value: object, kind: type[enum.Enum]) -> None:
     if isinstance(value, kind):
         return
@@ -370,14 +384,12 @@ class PoolConfig:
             isinstance(table, ProcessTable) for table in self.processes
         ):
             raise WorkerConfigError("process", ConfigRule.WRONG_TYPE)
-        if type(self.process_modules) is not tuple:
-            raise _fail("process_modules", ConfigRule.WRONG_TYPE)
-        for index, module in enumerate(self.process_modules):
-            key = f"worker.process_modules[{index}]"
-            if type(module) is not str:
-                raise WorkerConfigError(key, ConfigRule.WRONG_TYPE)
-            if not re.fullmatch(_DOTTED, module):
-                raise WorkerConfigError(key, ConfigRule.INVALID_TARGET)
+        _check_strings(
+            "process_modules",
+            self.process_modules,
+            lambda module: re.fullmatch(_DOTTED, module) is not None,
+            ConfigRule.INVALID_TARGET,
+        )
         for field, choices in (("ipc_type", IPC_TYPES), ("event_loop", EVENT_LOOPS)):
             if _check_str(field, getattr(self, field)) not in choices:
                 raise _fail(field, ConfigRule.NOT_ONE_OF)
@@ -406,14 +418,9 @@ class PoolConfig:
         for kind in HOOK_KINDS:
             field = f"{kind}_hooks"
             hooks = getattr(self, field)
-            if type(hooks) is not tuple or len(hooks) > MAX_HOOKS:
+            if type(hooks) is tuple and len(hooks) > MAX_HOOKS:
                 raise _fail(field, ConfigRule.WRONG_TYPE)
-            for index, target in enumerate(hooks):
-                key = f"worker.hooks.{kind}[{index}]"
-                if type(target) is not str:
-                    raise WorkerConfigError(key, ConfigRule.WRONG_TYPE)
-                if not _is_target(target):
-                    raise WorkerConfigError(key, ConfigRule.INVALID_TARGET)
+            _check_strings(field, hooks, _is_target, ConfigRule.INVALID_TARGET)
 
     @property
     def options(self) -> dict[str, OptionValue]:
@@ -421,14 +428,12 @@ class PoolConfig:
         return dict(self.source_options)
 
     def _check_app_path(self) -> None:
-        if type(self.app_path) is not tuple:
-            raise _fail("app_path", ConfigRule.WRONG_TYPE)
-        for index, item in enumerate(self.app_path):
-            key = f"worker.app_path[{index}]"
-            if type(item) is not str:
-                raise WorkerConfigError(key, ConfigRule.WRONG_TYPE)
-            if item != "." and not is_safe_relative_path(item):
-                raise WorkerConfigError(key, ConfigRule.UNSAFE_PATH)
+        _check_strings(
+            "app_path",
+            self.app_path,
+            lambda item: item == "." or is_safe_relative_path(item),
+            ConfigRule.UNSAFE_PATH,
+        )
 
     def _check_runtime_paths(self) -> None:
         """Each path safe; none equal to or nested in another or a canonical path.
