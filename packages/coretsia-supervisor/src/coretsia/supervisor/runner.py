@@ -14,6 +14,7 @@ from pathlib import Path
 
 from coretsia.supervisor.config import PoolConfig
 from coretsia.supervisor.drivers import resolve_driver, resolve_transport
+from coretsia.supervisor.process.ipc_resources import require_ipc
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ def run_supervisor(
     """
     driver = resolve_driver(config.driver)
     transport = resolve_transport(config.control_transport)
+    require_ipc(spec)  # like the driver: refused before anything is started
     (root / "var/tmp").mkdir(parents=True, exist_ok=True)
 
     import trio

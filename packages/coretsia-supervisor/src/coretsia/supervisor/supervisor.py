@@ -42,6 +42,7 @@ from coretsia.supervisor.control_server import ControlServer
 from coretsia.supervisor.guardian_link import GuardianLink, guardian_env
 from coretsia.supervisor.notify import Notifier
 from coretsia.supervisor.pool import Pool, Slot, SlotState
+from coretsia.supervisor.process.ipc_resources import PoolIpc
 from coretsia.supervisor.respawn import RespawnPolicy
 from coretsia.supervisor.telemetry import NO_TELEMETRY, Telemetry
 from coretsia.worker_protocol.catalogue import Reason
@@ -161,6 +162,7 @@ class Supervisor:
             config.restart_backoff_max_ms / 1000,
         )
         self._stop_from_worker = False
+        self._ipc = PoolIpc(root, spec)
         self._nursery: trio.Nursery | None = None
         self._artifact_root = ""
         self._retire_queue: collections.deque[Slot] = collections.deque()
@@ -207,7 +209,9 @@ class Supervisor:
         )
         self._link = await GuardianLink.launch(self._root, hello, guardian_env(self._environ))
         nursery.start_soon(self._guardian_events, self._link)
-        self._artifact_root = generation.publish(self._root, self._spec)
+        ipc = self._ipc.open()  # under the lock; the generation records where it is
+        spec = self._spec if ipc is None else {**self._spec, "ipc": ipc}
+        self._artifact_root = generation.publish(self._root, spec)
         self._remove(
             LOCATOR_PATH,
             LOCATOR_TMP_PATH,
@@ -589,7 +593,7 @@ class Supervisor:
             raise WorkerLifecycleFailedError(Reason.RUNTIME_CLEANUP_FAILED) from exc
 
     def _cleanup_files(self) -> bool:
-        """Remove state, stop flag, listener, socket and locator; False if one resisted.
+        """Remove state, stop flag, listener, socket, locator, IPC; False if one resisted.
 
         Every removal is attempted even if an earlier one fails: the locator above all
         must not outlive the pool.
@@ -612,6 +616,8 @@ class Supervisor:
                 files.remove(self._root / path)
             except OSError:
                 cleaned = False
+        if not self._ipc.close():
+            cleaned = False
         return cleaned
 
     # -- shutdown -----------------------------------------------------------------------

@@ -36,6 +36,10 @@ ENDPOINT_KEY_PATH: Final = "var/tmp/worker.endpoint-key"
 GENERATIONS_DIR: Final = "var/generations"
 """Where immutable generations are published; ``current`` selects one."""
 
+IPC_DIR: Final = "var/tmp/worker.ipc"
+"""The private directory (mode 0700) of a ``unixsock`` process pool's message sockets,
+one per entry worker; created for a generation and removed with it."""
+
 CANONICAL_PATHS: Final = (
     LOCK_PATH,
     FENCE_PATH,
@@ -43,5 +47,6 @@ CANONICAL_PATHS: Final = (
     LOCATOR_TMP_PATH,
     ENDPOINT_KEY_PATH,
     GENERATIONS_DIR,
+    IPC_DIR,
 )
 """Paths no configurable runtime path may equal or overlap."""

@@ -45,7 +45,19 @@ if TYPE_CHECKING:
     from coretsia.supervisor.process.errors import (
         InvalidProcessNameError as InvalidProcessNameError,
     )
+    from coretsia.supervisor.process.errors import (
+        IpcUnavailableError as IpcUnavailableError,
+    )
+    from coretsia.supervisor.process.errors import (
+        MessageBufferFullError as MessageBufferFullError,
+    )
+    from coretsia.supervisor.process.errors import (
+        MessageTooLargeError as MessageTooLargeError,
+    )
     from coretsia.supervisor.process.errors import NestedPoolError as NestedPoolError
+    from coretsia.supervisor.process.errors import (
+        PeerUnavailableError as PeerUnavailableError,
+    )
     from coretsia.supervisor.process.errors import (
         ProcessArgumentError as ProcessArgumentError,
     )
@@ -65,6 +77,7 @@ if TYPE_CHECKING:
     from coretsia.supervisor.process.errors import (
         RegistrationClosedError as RegistrationClosedError,
     )
+    from coretsia.supervisor.process.ipc_endpoint import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
     from coretsia.supervisor.process.manager import ProcessEntry as ProcessEntry
     from coretsia.supervisor.process.manager import ProcessManager as ProcessManager
     from coretsia.supervisor.process.rules import IPC_MSGQUEUE as IPC_MSGQUEUE
@@ -90,7 +103,11 @@ _HOMES = {
         "AsyncMismatchError",
         "DuplicateProcessNameError",
         "InvalidProcessNameError",
+        "IpcUnavailableError",
+        "MessageBufferFullError",
+        "MessageTooLargeError",
         "NestedPoolError",
+        "PeerUnavailableError",
         "ProcessArgumentError",
         "ProcessError",
         "ProcessLimitExceededError",
@@ -111,6 +128,7 @@ _HOMES = {
     ),
     "targets": ("target_of",),
     "entry_worker": ("Terminated",),
+    "ipc_endpoint": ("MAX_MESSAGE_BYTES",),
     "worker_pool": ("WorkerPool", "current_pool"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}

@@ -24,7 +24,7 @@ import signal
 import sys
 
 from coretsia.supervisor.process.errors import ProcessError
-from coretsia.supervisor.process.rules import KIND_FUNCTION, KIND_PROCESS
+from coretsia.supervisor.process.rules import IPC_NONE, KIND_FUNCTION, KIND_PROCESS
 from coretsia.supervisor.process.worker_pool import WorkerPool
 from coretsia.supervisor.worker_loop import EXIT_CONTRACT, EXIT_FAILURE, WorkerExit
 from coretsia.worker_protocol.catalogue import Reason
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from types import FrameType
     from typing import Any, Protocol
 
+    from coretsia.supervisor.process.ipc_endpoint import Endpoint
     from coretsia.supervisor.process.snapshot import SnapshotEntry
     from coretsia.supervisor.stop_signal import StopSignal
     from coretsia.worker_protocol.worker_channel import WorkerFrame
@@ -65,18 +66,21 @@ class Terminated(BaseException):
 class EntryBoot:
     """The slot's entry, checked; :meth:`serve` runs it."""
 
-    __slots__ = ("entry",)
+    __slots__ = ("entry", "ipc_type", "workers")
 
     def __init__(self, processes: object, index: int) -> None:
         from coretsia.supervisor.process.snapshot import load_snapshot
 
         try:
-            entries = load_snapshot(processes).entries
+            snapshot = load_snapshot(processes)
         except ProcessError as error:
             raise WorkerExit(EXIT_FAILURE, Reason.CHILD_START_FAILED) from error
+        entries = snapshot.entries
         if index >= len(entries):
             raise WorkerExit(EXIT_CONTRACT)
         self.entry: SnapshotEntry = entries[index]
+        self.ipc_type = snapshot.ipc_type
+        self.workers = len(entries)
 
     def serve(
         self, reporter: Reporter, spec: dict[str, object], stop: StopSignal, generation: str
@@ -86,12 +90,13 @@ class EntryBoot:
         try:
             _prepare_main(spec.get("process_main"))
             run = _runnable(entry)
+            endpoint = self._endpoint(spec.get("ipc"))
         except Exception as error:
             raise WorkerExit(EXIT_FAILURE, Reason.CHILD_START_FAILED) from error
         loop = spec.get("event_loop", "asyncio")
         if loop not in ("asyncio", "trio"):
             raise WorkerExit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
-        pool = WorkerPool(entry.worker_id, entry.name, generation, stop, reporter.channel)
+        pool = WorkerPool(entry.worker_id, entry.name, generation, stop, reporter.channel, endpoint)
         pool._install()
         reporter.send(Ready())
         reporter.ready = True
@@ -110,6 +115,14 @@ class EntryBoot:
         if terminated:
             _die_of_sigterm()
         return 0
+
+    def _endpoint(self, record: object) -> Endpoint | None:
+        """This worker's message endpoint, bound before readiness; None without IPC."""
+        if self.ipc_type == IPC_NONE:
+            return None  # and nothing of IPC is imported
+        from coretsia.supervisor.process.ipc_endpoint import open_endpoint
+
+        return open_endpoint(self.ipc_type, record, self.entry.worker_id, self.workers)
 
 
 def _prepare_main(main: object) -> None:

@@ -1,4 +1,4 @@
-"""The failures of process-entry registration (seed 003's ``ProcessException``).
+"""The failures of process entries (seed 003's ``ProcessException``): registration, messages.
 
 Every failure is a :class:`ProcessError` whose message is a short fixed sentence written
 here, never a value the caller passed: a name, a target or an argument can hold a path, a
@@ -18,7 +18,11 @@ __all__ = [
     "AsyncMismatchError",
     "DuplicateProcessNameError",
     "InvalidProcessNameError",
+    "IpcUnavailableError",
+    "MessageBufferFullError",
+    "MessageTooLargeError",
     "NestedPoolError",
+    "PeerUnavailableError",
     "ProcessArgumentError",
     "ProcessError",
     "ProcessLimitExceededError",
@@ -146,3 +150,42 @@ class ProcessNotFoundError(ProcessError, LookupError):
     """Raised by :meth:`ProcessManager.get` for a name that is not registered."""
 
     default_reason = "no process is registered under this name"
+
+
+# -- the worker-side message API (``pool.send_message`` / ``receive_message``) ----------
+
+
+class IpcUnavailableError(ProcessError, RuntimeError):
+    """Raised by the message API of a pool whose ``ipc_type`` is ``none``.
+
+    Messages need an endpoint the supervisor prepared for the whole pool at start, so a
+    pool without one cannot grow it later: choose ``unixsock`` or ``msgqueue`` first.
+    """
+
+    default_reason = "this pool has no message IPC: set ipc_type to unixsock or msgqueue"
+
+
+class MessageTooLargeError(ProcessError, ValueError):
+    """Raised when a message is larger than the one size every IPC mode can carry."""
+
+    default_reason = "a pool message is at most 8192 bytes"
+
+
+class PeerUnavailableError(ProcessError, ConnectionError):
+    """Raised when the receiving worker has no message endpoint at the moment.
+
+    In ``unixsock`` mode a worker that is starting, being replaced or gone cannot
+    receive; the message is not sent and the caller decides whether to try again.
+    """
+
+    default_reason = "the receiving worker has no message endpoint now"
+
+
+class MessageBufferFullError(ProcessError, BlockingIOError):
+    """Raised by a non-blocking send when the receiving buffer has no room left.
+
+    The receiving worker's socket (``unixsock``) or the pool's queue (``msgqueue``) is
+    full because its readers are behind; a blocking send would wait instead.
+    """
+
+    default_reason = "the receiving message buffer is full"

@@ -10,7 +10,12 @@ ask for is the end of the whole pool:
 * ``shutdown()`` asks the supervisor to stop the whole pool. The request travels as a
   ``shutdown-request`` frame on the worker's own inherited channel: a worker never holds
   the control credential and never writes the stop file. ``ProcessManager.stop()``
-  called inside a worker does the same.
+  called inside a worker does the same;
+* ``send_message(worker_id, data)``, ``receive_message(timeout)`` and
+  ``await receive_message_async()`` exchange messages of at most
+  :data:`~.ipc_endpoint.MAX_MESSAGE_BYTES` (8,192) bytes between the pool's entry
+  workers, by worker id, when the pool's ``ipc_type`` is ``unixsock`` or ``msgqueue``
+  (see :mod:`.ipc_endpoint`); with ``none`` they raise :class:`IpcUnavailableError`.
 
 Imported by the launcher after the generation is read (only for entry slots), so it
 imports nothing at load time beyond what the launcher already has.
@@ -20,13 +25,22 @@ from __future__ import annotations
 
 import sys
 
+from coretsia.supervisor.process.errors import (
+    IpcUnavailableError,
+    MessageTooLargeError,
+    ProcessArgumentError,
+)
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import socket
 
+    from coretsia.supervisor.process.ipc_endpoint import Endpoint
     from coretsia.supervisor.stop_signal import StopSignal
 
 __all__ = ["WorkerPool", "current_pool"]
+
+_MAX_POLL_S = (2**31 - 1) / 1000
 
 _current: WorkerPool | None = None
 
@@ -39,7 +53,15 @@ def current_pool() -> WorkerPool | None:
 class WorkerPool:
     """One entry worker's view of its pool (see the module docstring)."""
 
-    __slots__ = ("_channel", "_generation", "_name", "_shutdown_sent", "_stop", "_worker_id")
+    __slots__ = (
+        "_channel",
+        "_endpoint",
+        "_generation",
+        "_name",
+        "_shutdown_sent",
+        "_stop",
+        "_worker_id",
+    )
 
     def __init__(
         self,
@@ -48,12 +70,14 @@ class WorkerPool:
         generation: str,
         stop: StopSignal,
         channel: socket.socket,
+        endpoint: Endpoint | None = None,
     ) -> None:
         self._worker_id = worker_id
         self._name = name
         self._generation = generation
         self._stop = stop
         self._channel = channel
+        self._endpoint = endpoint
         self._shutdown_sent = False
 
     def _install(self) -> None:
@@ -97,26 +121,86 @@ class WorkerPool:
 
         Works under trio and under asyncio (whichever runs the entry).
         """
-        if self._stop.stopping:
-            return
-        trio = sys.modules.get("trio")
-        if trio is not None:
-            try:
-                trio.lowlevel.current_trio_token()
-            except RuntimeError:
-                pass  # trio is imported but not running: asyncio runs this entry
-            else:
-                await trio.lowlevel.wait_readable(self._stop.fileno())
-                return
-        import asyncio
+        if not self._stop.stopping:
+            await _wait_readable(self._stop.fileno())
 
-        loop = asyncio.get_running_loop()
-        readable = loop.create_future()
-        loop.add_reader(self._stop.fileno(), readable.set_result, None)
-        try:
-            await readable
-        finally:
-            loop.remove_reader(self._stop.fileno())
+    # -- messages (seed 003's pool-wide IPC) --------------------------------------------
+
+    @property
+    def ipc_type(self) -> str:
+        """The pool's IPC mode: ``none``, ``unixsock`` or ``msgqueue``."""
+        return "none" if self._endpoint is None else self._endpoint.ipc_type
+
+    def send_message(self, worker_id: int, data: bytes, *, block: bool = True) -> None:
+        """Send ``data`` (at most 8,192 bytes) to the entry worker ``worker_id``.
+
+        ``worker_id`` is any worker of this pool, this one included. A message is
+        delivered whole or not at all, and messages from one sender to one receiver
+        arrive in order. ``block=False`` raises :class:`MessageBufferFullError` instead
+        of waiting when the receiving buffer is full (the receiver's socket, or the
+        pool's queue). In ``unixsock`` mode a receiver without an endpoint at the moment
+        (starting, being replaced) raises :class:`PeerUnavailableError`; in ``msgqueue``
+        mode its messages wait in the queue for it.
+        """
+        endpoint = self._messages()
+        if type(worker_id) is not int or not 0 <= worker_id < endpoint.workers:
+            raise ProcessArgumentError("no entry worker of this pool has this id")
+        if not isinstance(data, (bytes, bytearray)):
+            raise ProcessArgumentError("a message must be bytes")
+        from coretsia.supervisor.process.ipc_endpoint import MAX_MESSAGE_BYTES
+
+        if len(data) > MAX_MESSAGE_BYTES:
+            raise MessageTooLargeError
+        endpoint.send(worker_id, bytes(data), block)
+
+    def receive_message(self, timeout: float | None = None) -> bytes | None:
+        """The next message sent to this worker; None after ``timeout`` or once stopping.
+
+        Blocks (on the endpoint and the stop pipe together, no polling) until a message
+        arrives, ``timeout`` seconds pass, or the pool starts stopping, so an entry can
+        serve with ``while (message := pool.receive_message()) is not None: ...``.
+        Messages already waiting are returned first, even while stopping.
+        """
+        endpoint = self._messages()
+        import select
+        import time
+
+        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        poller = select.poll()
+        poller.register(endpoint.wait_fd(), select.POLLIN)
+        poller.register(self._stop.fileno(), select.POLLIN)
+        while True:
+            message = endpoint.take()
+            if message is not None:
+                return message
+            if self._stop.stopping:
+                return None
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return None
+            # Rounded up, so that a wake-up is never early; None (block) past poll's range.
+            poller.poll(None if left is None or left > _MAX_POLL_S else -int(-left * 1000 // 1))
+
+    async def receive_message_async(self) -> bytes | None:
+        """:meth:`receive_message` for an async entry (asyncio or trio), without a timeout.
+
+        Bound the wait with the event loop's own means (``asyncio.timeout``,
+        ``trio.move_on_after``). Do not wait for :meth:`wait_stopped` at the same time:
+        this already returns None once the pool is stopping.
+        """
+        endpoint = self._messages()
+        while True:
+            message = endpoint.take()
+            if message is not None:
+                return message
+            if self._stop.stopping:
+                return None
+            await _wait_readable(endpoint.wait_fd(), self._stop.fileno())
+
+    def _messages(self) -> Endpoint:
+        if self._endpoint is None:
+            raise IpcUnavailableError
+        return self._endpoint
 
     def shutdown(self) -> None:
         """Ask the supervisor to stop the whole pool (seed 003's ``$pool->shutdown()``).
@@ -140,3 +224,39 @@ class WorkerPool:
 
     def __repr__(self) -> str:
         return f"WorkerPool(worker_id={self._worker_id})"
+
+
+async def _wait_readable(*fds: int) -> None:
+    """Wait until one of ``fds`` is readable, under trio or asyncio (whichever runs)."""
+    trio = sys.modules.get("trio")
+    if trio is not None:
+        try:
+            trio.lowlevel.current_trio_token()
+        except RuntimeError:
+            pass  # trio is imported but not running: asyncio runs this entry
+        else:
+            async with trio.open_nursery() as nursery:
+                for fd in fds:
+
+                    async def wait(fd: int = fd) -> None:
+                        await trio.lowlevel.wait_readable(fd)
+                        nursery.cancel_scope.cancel()
+
+                    nursery.start_soon(wait)
+            return
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    readable = loop.create_future()
+
+    def wake() -> None:
+        if not readable.done():
+            readable.set_result(None)
+
+    for fd in fds:
+        loop.add_reader(fd, wake)
+    try:
+        await readable
+    finally:
+        for fd in fds:
+            loop.remove_reader(fd)

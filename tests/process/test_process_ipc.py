@@ -1,0 +1,349 @@
+"""Seed 003's pool-wide IPC, run for real: ProcessManager pools whose entries talk.
+
+Each test writes a small application into a fresh root and runs it with this
+environment's interpreter, so the supervisor, the guardian and every entry worker are
+real processes. The entries report what they saw in ``result.json``; the test checks
+that and what is left on the machine afterwards (the IPC directory, the queue, any
+process). Every wait is bounded; no process outlives its test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pools import processes_in, wait_gone
+
+from coretsia.supervisor.config import parse_config
+from coretsia.supervisor.process import ProcessArgumentError, ProcessManager
+from coretsia.worker_protocol.catalogue import ConfigRule
+from coretsia.worker_protocol.exceptions import WorkerConfigError
+
+sysv_ipc = pytest.importorskip("sysv_ipc")
+
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="reads /proc, uses SysV IPC")
+
+APP = '''
+import json, os, select, subprocess, sys, time
+
+from coretsia.supervisor import ProcessManager
+from coretsia.supervisor.process import (
+    IpcUnavailableError, MessageTooLargeError, PeerUnavailableError, ProcessArgumentError,
+)
+
+def report(**fields):
+    with open("result.json", "w") as out:
+        json.dump(fields, out)
+
+def send(pool, worker_id, data):
+    """Retry while the receiver has no endpoint yet (unixsock: starting, replaced)."""
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            return pool.send_message(worker_id, data)
+        except PeerUnavailableError:
+            if time.monotonic() > deadline:
+                raise
+            pool.wait_for_stop(0.01)
+
+def ipc_targets(pool):
+    """What this worker's IPC descriptors point at (socket:[n], pipe:[n])."""
+    endpoint = pool._endpoint
+    fds = [endpoint.wait_fd()] + ([endpoint._write] if hasattr(endpoint, "_write") else [])
+    return sorted(os.readlink(f"/proc/self/fd/{fd}") for fd in fds)
+
+CHILD = """
+import os
+for name in os.listdir("/proc/self/fd"):
+    try:
+        print(os.readlink("/proc/self/fd/" + name))
+    except OSError:
+        pass
+"""
+
+def pinger(pool, worker_id):
+    seen = {"ipc_type": pool.ipc_type, "replies": []}
+    try:
+        for payload in (b"one", b"x" * 8192):
+            send(pool, 1, payload)
+            reply = pool.receive_message(timeout=20).decode()
+            seen["replies"].append(reply)
+            # Its worker returns after answering: wait for it to end, or a datagram sent
+            # to its socket in the meantime dies with it (unixsock's documented loss).
+            select.select([os.pidfd_open(int(reply.split(":")[0]))], [], [], 20)
+        seen["empty"] = pool.receive_message(timeout=0.05)
+        for bad in ((1, b"x" * 8193, MessageTooLargeError), (2, b"", ProcessArgumentError)):
+            try:
+                pool.send_message(bad[0], bad[1])
+            except bad[2]:
+                seen.setdefault("refused", []).append(bad[2].__name__)
+        seen["ours"] = ipc_targets(pool)
+        child = subprocess.run(
+            [sys.executable, "-c", CHILD], close_fds=False, capture_output=True, text=True
+        )
+        seen["child"] = child.stdout.split()
+        if pool.ipc_type == "unixsock":
+            seen["dir_mode"] = oct(os.stat("var/tmp/worker.ipc").st_mode & 0o777)
+        else:
+            seen["queue_mode"] = oct(pool._endpoint._queue.mode & 0o777)
+    except BaseException as error:
+        seen["error"] = repr(error)
+    finally:
+        report(**seen)
+        pool.shutdown()
+    pool.wait_for_stop(30)
+
+def ponger(pool, worker_id):
+    """Answers one message, then returns: the pool replaces it for the next one."""
+    message = pool.receive_message()
+    if message is not None:
+        pool.send_message(0, b"%d:%d" % (os.getpid(), len(message)))
+
+async def ponger_async(pool, worker_id):
+    message = await pool.receive_message_async()
+    if message is not None:
+        pool.send_message(0, b"%d:%d" % (os.getpid(), len(message)))
+
+def without_ipc(pool, worker_id):
+    seen = {"ipc_type": pool.ipc_type}
+    try:
+        pool.receive_message(timeout=0)
+    except IpcUnavailableError as error:
+        seen["refused"] = type(error).__name__
+    seen["loaded"] = sorted(
+        name for name in ("sysv_ipc", "coretsia.supervisor.process.ipc_endpoint")
+        if name in sys.modules
+    )
+    report(**seen)
+    pool.shutdown()
+    pool.wait_for_stop(30)
+
+def idle(pool, worker_id):
+    while pool.receive_message() is not None:
+        pass
+
+def quit_at_once(pool, worker_id):
+    pool.shutdown()
+    pool.wait_for_stop(30)
+
+if __name__ == "__main__":
+    ipc_type, key, *entries = sys.argv[1:]
+    manager = ProcessManager(ipc_type=ipc_type, msg_queue_key=int(key))
+    for name in entries:
+        manager.add(globals()[name], name=name)
+    try:
+        manager.start()
+    except Exception as error:
+        print("failed:", type(error).__name__, getattr(error, "key", ""),
+              getattr(getattr(error, "rule", None), "value", ""))
+        sys.exit(1)
+'''
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    """A fresh short root with the app; fails the test if a process is left in it."""
+    with tempfile.TemporaryDirectory(prefix="cw-ipc-", dir="/tmp") as tmp:
+        path = Path(tmp).resolve()
+        (path / "app.py").write_text(textwrap.dedent(APP))
+        yield path
+        left = wait_gone(path, timeout=10)
+        for proc in left:
+            proc.kill()
+        assert not left, f"processes left behind: {[p.pid for p in left]}"
+
+
+def configure(root: Path, event_loop: str = "asyncio") -> None:
+    (root / "coretsia.toml").write_text(
+        "[worker]\n"
+        f'event_loop = "{event_loop}"\n'
+        "start_timeout_ms = 20000\n"
+        "stop_timeout_ms = 3000\n"
+        "force_kill_timeout_ms = 1000\n"
+    )
+
+
+def run_app(
+    root: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``app.py`` to completion: ``start`` returns only after every worker is reaped."""
+    return subprocess.run(
+        [sys.executable, "app.py", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+
+
+def ipc_record(root: Path) -> dict[str, object]:
+    """The ``ipc`` record of the root's current generation (kept on disk after a stop)."""
+    from coretsia.supervisor.generation import load_current_generation
+
+    _, spec = load_current_generation(root, "var/generations")
+    record = spec["ipc"]
+    assert isinstance(record, dict)
+    return record
+
+
+def queue_exists(record: dict[str, object]) -> bool:
+    key, msqid = record["msgqueue_key"], record["msgqueue_id"]
+    assert isinstance(key, int)
+    try:
+        return bool(sysv_ipc.MessageQueue(key).id == msqid)
+    except sysv_ipc.ExistentialError:
+        return False
+
+
+def result(root: Path) -> dict[str, object]:
+    data: dict[str, object] = json.loads((root / "result.json").read_text())
+    return data
+
+
+class TestExchange:
+    @pytest.mark.parametrize(
+        ("ipc_type", "ponger", "event_loop"),
+        [
+            ("unixsock", "ponger", "asyncio"),
+            ("msgqueue", "ponger", "asyncio"),
+            ("unixsock", "ponger_async", "trio"),
+            ("msgqueue", "ponger_async", "asyncio"),
+        ],
+    )
+    def test_entries_exchange_messages_then_everything_is_removed(
+        self, root: Path, ipc_type: str, ponger: str, event_loop: str
+    ) -> None:
+        """Workers talk by id, a replaced one gets its endpoint back, and stop cleans up."""
+        configure(root, event_loop)
+        done = run_app(root, ipc_type, "0", "pinger", ponger)
+        assert done.returncode == 0, done.stderr
+        seen = result(root)
+        assert "error" not in seen, seen
+        assert seen["ipc_type"] == ipc_type
+        replies = seen["replies"]
+        assert isinstance(replies, list)
+        (pid_one, size_one), (pid_two, size_two) = (r.split(":") for r in replies)
+        assert (size_one, size_two) == ("3", "8192")
+        assert pid_one != pid_two  # each answer came from a new worker of the same slot
+        assert seen["empty"] is None
+        assert seen["refused"] == ["MessageTooLargeError", "ProcessArgumentError"]
+        ours, child = seen["ours"], seen["child"]
+        assert isinstance(ours, list)
+        assert isinstance(child, list)
+        assert ours
+        assert not set(ours) & set(child)  # the entry's own children inherit none of them
+        record = ipc_record(root)
+        if ipc_type == "unixsock":
+            assert seen["dir_mode"] == "0o700"
+            assert record == {"unixsock_dir": "var/tmp/worker.ipc"}
+            assert not (root / "var/tmp/worker.ipc").exists()
+        else:
+            assert seen["queue_mode"] == "0o600"
+            assert not queue_exists(record)
+            ipcs = subprocess.run(["ipcs", "-q"], capture_output=True, text=True, check=True)
+            assert f" {record['msgqueue_id']} " not in ipcs.stdout
+
+
+class TestWithoutIpc:
+    def test_none_refuses_messages_and_loads_nothing_of_ipc(self, root: Path) -> None:
+        """With ipc_type none the API raises and no IPC module reaches the worker."""
+        configure(root)
+        done = run_app(root, "none", "0", "without_ipc")
+        assert done.returncode == 0, done.stderr
+        assert result(root) == {
+            "ipc_type": "none",
+            "refused": "IpcUnavailableError",
+            "loaded": [],
+        }
+
+
+class TestRefusals:
+    def test_socket_mode_is_refused_by_the_manager(self) -> None:
+        """seed 003's socket mode needs a listen step this contract does not have."""
+        with pytest.raises(ProcessArgumentError, match="socket IPC type is not supported"):
+            ProcessManager(ipc_type="socket")
+        with pytest.raises(ProcessArgumentError):
+            ProcessManager().set_ipc_type("socket")
+
+    def test_socket_mode_is_refused_by_the_config(self) -> None:
+        """The same refusal from coretsia.toml names the key and the rule."""
+        with pytest.raises(WorkerConfigError) as caught:
+            parse_config({"ipc_type": "socket"})
+        assert (caught.value.key, caught.value.rule) == ("worker.ipc_type", ConfigRule.NOT_ONE_OF)
+
+    def test_missing_sysv_ipc_is_a_config_error_before_anything_starts(
+        self, root: Path, tmp_path: Path
+    ) -> None:
+        """A real failing ``import sysv_ipc``: unavailable on worker.ipc_type, no process."""
+        shim = tmp_path / "shim"
+        shim.mkdir()
+        (shim / "sysv_ipc.py").write_text('raise ImportError("no System V IPC here")\n')
+        env = {**os.environ, "PYTHONPATH": str(shim)}
+        configure(root)
+        done = run_app(root, "msgqueue", "0", "quit_at_once", env=env)
+        assert done.returncode == 1
+        assert done.stdout.split() == [
+            "failed:",
+            "WorkerConfigError",
+            "worker.ipc_type",
+            "unavailable",
+        ]
+        assert not (root / "var").exists()  # no guardian, no lock, no generation
+        assert not (root / "result.json").exists()
+
+    def test_a_key_held_by_another_queue_is_refused_and_left_alone(self, root: Path) -> None:
+        """A fixed key already in use is not taken over: duplicate on worker.msg_queue_key."""
+        foreign = sysv_ipc.MessageQueue(None, sysv_ipc.IPC_CREX, mode=0o600)
+        try:
+            configure(root)
+            done = run_app(root, "msgqueue", str(foreign.key), "quit_at_once")
+            assert done.returncode == 1
+            assert done.stdout.split()[-2:] == ["worker.msg_queue_key", "duplicate"]
+            assert sysv_ipc.MessageQueue(foreign.key).id == foreign.id
+            assert not (root / "result.json").exists()
+        finally:
+            foreign.remove()
+
+
+class TestKilledSupervisor:
+    def test_the_next_start_removes_the_queue_a_killed_supervisor_left(self, root: Path) -> None:
+        """SIGKILL leaves the queue (the guardian knows no IPC); the next start removes it."""
+        configure(root)
+        proc = subprocess.Popen(
+            [sys.executable, "app.py", "msgqueue", "0", "idle"],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            assert proc.stdout is not None
+            ready, _, _ = select.select([proc.stdout], [], [], 60)
+            assert ready, "the pool did not start in time"
+            assert proc.stdout.readline().startswith(b"running:")
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(timeout=10)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+            assert proc.stdout is not None
+            proc.stdout.close()
+        assert not wait_gone(root, timeout=20)  # the guardian contained the generation
+        stale = ipc_record(root)
+        assert queue_exists(stale)
+        done = run_app(root, "msgqueue", "0", "quit_at_once")
+        assert done.returncode == 0, done.stderr
+        assert not queue_exists(stale)
+        assert not queue_exists(ipc_record(root))
+        assert not processes_in(root)
