@@ -126,7 +126,7 @@ def lint(session: nox.Session) -> None:
     """ruff lint and format check over the repo's Python (both run, then report)."""
     _sync(session, "--only-group", "lint")
     targets = _existing(
-        "packages", "tests", "noxfile.py", "bin/set-version", "bench", "docs/examples"
+        "packages", "tests", "noxfile.py", "bin/set-version", "bench", "docs/examples", "typings"
     )
     checks = {"ruff check": ("check",), "ruff format --check": ("format", "--check")}
     failed = [

@@ -11,14 +11,11 @@ Ctrl-C or ``coretsia-supervisor stop --root .`` stops it early.
 from __future__ import annotations
 
 import os
-import sys
+
+from jobs import Scheduler, consumer, flaky  # beside this script: first on sys.path
 
 from coretsia.supervisor import ProcessManager
 from coretsia.supervisor.process import discover
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # jobs, heartbeat
-
-from jobs import Scheduler, consumer, flaky  # noqa: E402 - after the path is set
 
 
 def main() -> None:
