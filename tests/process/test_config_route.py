@@ -46,6 +46,28 @@ def returner(pool, worker_id):
     log("returner", worker_id)
 
 
+class Idle:
+    def __init__(self, context):
+        self.context = context
+
+    def assert_ready(self):
+        pass
+
+    def receive(self):
+        self.context.wait_for_stop(None)
+
+
+def nesting_source(context):
+    # A task worker that tries to start a pool of its own is refused.
+    from coretsia.supervisor import ProcessManager
+
+    try:
+        ProcessManager().add(steady).start()
+    except Exception as exc:
+        log("nesting", type(exc).__name__)
+    return Idle(context)
+
+
 def light(pool, worker_id):
     # Reports which heavy modules its worker imported, then stops the pool.
     import sys
@@ -199,6 +221,15 @@ def test_a_plain_entry_worker_boots_without_the_supervisor_runtime(root: Path) -
     supervisor = pools.Supervisor(root)
     assert supervisor.finish() == 0, supervisor.stderr
     assert events(root, "light") == [["light"]]
+
+
+def test_a_task_worker_cannot_start_a_pool_either(root: Path) -> None:
+    write(root, {"workers": 1, "task_source": "entries:nesting_source"}, "")
+    supervisor = pools.Supervisor(root)
+    supervisor.wait_running()
+    assert pools.cli(root, "stop").returncode == 0
+    assert supervisor.finish() == 0, supervisor.stderr
+    assert events(root, "nesting") == [["nesting", "NestedPoolError"]]
 
 
 def test_process_modules_are_discovered_at_start(root: Path) -> None:

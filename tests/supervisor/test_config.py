@@ -25,6 +25,7 @@ from coretsia.supervisor.config import (
     load_config,
     parse_config,
 )
+from coretsia.supervisor.task_sources import generation_spec
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerLifecycleFailedError
 from coretsia.worker_protocol.exit_codes import ExitCode
@@ -400,10 +401,12 @@ def test_process_pool_settings(tmp_path: Path, line: str, key: str, rule: Config
 
 
 def test_no_task_workers_needs_a_process_entry(tmp_path: Path) -> None:
-    error = _config_error(tmp_path, "[worker]\nworkers = 0\n")
-    assert (error.key, error.rule) == ("worker.workers", ConfigRule.OUT_OF_RANGE)
-    _write(tmp_path, "[worker]\nworkers = 0\n[[process]]\ntarget = 'jobs:run'\n")
-    assert load_config(tmp_path).workers == 0
+    """The rule spans the file and the registration, so ``start`` checks it at the end."""
+    _write(tmp_path, "[worker]\nworkers = 0\n")
+    config = load_config(tmp_path)  # no entries yet: registration decides
+    with pytest.raises(WorkerConfigError) as info:
+        generation_spec(tmp_path, config)
+    assert (info.value.key, info.value.rule) == ("worker.workers", ConfigRule.OUT_OF_RANGE)
     _write(tmp_path, "[worker]\nworkers = 0\nprocess_modules = ['jobs']\n")
     assert load_config(tmp_path).process_modules == ("jobs",)
 
@@ -436,7 +439,7 @@ CASES: list[tuple[str, str, ConfigRule]] = [
     ("workers = '4'", "worker.workers", ConfigRule.WRONG_TYPE),
     ("workers = true", "worker.workers", ConfigRule.WRONG_TYPE),
     ("workers = 4.0", "worker.workers", ConfigRule.WRONG_TYPE),
-    ("workers = 0", "worker.workers", ConfigRule.OUT_OF_RANGE),
+    ("workers = -1", "worker.workers", ConfigRule.OUT_OF_RANGE),
     ("workers = -1", "worker.workers", ConfigRule.OUT_OF_RANGE),
     ("workers = 1025", "worker.workers", ConfigRule.OUT_OF_RANGE),
     # max_requests

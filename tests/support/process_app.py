@@ -125,6 +125,32 @@ async def waits_trio(pool, worker_id):
     log("async-stop", worker_id)
 
 
+async def two_waiters(pool, worker_id):
+    """Two tasks of one async entry wait for the stop at once (asyncio or trio)."""
+    import sniffio
+
+    log("two-waiters-start", worker_id)
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(pool.wait_stopped)
+            nursery.start_soon(pool.wait_stopped)
+    else:
+        import asyncio
+
+        await asyncio.gather(pool.wait_stopped(), pool.wait_stopped())
+    log("two-waiters-done", worker_id)
+
+
+def shutdown_when_waiting(pool, worker_id):
+    while not events("two-waiters-start"):
+        if pool.wait_for_stop(0.02):
+            return
+    pool.shutdown()
+    pool.wait_for_stop(30)
+
+
 def nested(pool, worker_id):
     """Starting a pool inside a managed worker is refused."""
     inner = ProcessManager().add(steady)
@@ -196,6 +222,11 @@ def scenario(name: str) -> None:
         pm.add(returner)
     elif name == "nested":
         pm.add(nested)
+    elif name == "two-waiters":
+        pm.add(two_waiters, enable_async=True).add(shutdown_when_waiting)
+    elif name == "early-stop":
+        pm.add(steady)
+        threading.Thread(target=pm.stop, daemon=True).start()
     elif name == "boot-fails":
         pm.add(BrokenInWorkers())
     elif name == "intensity":
@@ -245,6 +276,19 @@ def scenario(name: str) -> None:
     pm.start()
 
 
+def _process_state() -> str:
+    """What start() must put back: the coretsia logger's handlers, subreaper, umask."""
+    import ctypes
+    import logging
+
+    flag = ctypes.c_int(-1)
+    ctypes.CDLL(None).prctl(37, ctypes.byref(flag), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+    umask = os.umask(0o022)
+    os.umask(umask)
+    handlers = len(logging.getLogger("coretsia").handlers)
+    return f"state handlers={handlers} subreaper={flag.value} umask={umask:03o}"
+
+
 def _capture(call, errors) -> None:
     try:
         call()
@@ -255,11 +299,14 @@ def _capture(call, errors) -> None:
 if __name__ == "__main__":
     PARENT = True
     assert current_pool() is None
+    os.umask(0o022)
+    print("before", _process_state(), flush=True)
     try:
         scenario(sys.argv[1])
     except Exception as exc:
         print("raised", type(exc).__name__, exc, flush=True)
     else:
+        print("after", _process_state(), flush=True)
         print("returned", flush=True)
     if sys.argv[1] in ("empty", "cancelled"):
         try:

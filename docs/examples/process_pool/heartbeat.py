@@ -5,7 +5,8 @@ start, but its ``enabled`` property is false, so it takes no worker and no name.
 it, return True from ``enabled`` and replace the heartbeat with the application's work.
 It never returns from ``execute`` on its own: while the pool runs, a returning entry is
 replaced, it does not complete. It is async (``enable_async`` true), so its wait is
-inside an event loop (asyncio by default; ``event_loop = "trio"`` in ``[worker]``).
+inside an event loop: asyncio, the default ``event_loop`` (it uses ``asyncio.wait_for``;
+under ``event_loop = "trio"`` use ``trio.move_on_after`` instead).
 """
 
 from __future__ import annotations

@@ -12,11 +12,15 @@ import sys
 _PR_SET_CHILD_SUBREAPER = 36
 
 
-def become_subreaper() -> bool:
-    """Make orphaned descendants re-parent to us (Linux); False where unsupported."""
+def become_subreaper(enable: bool = True) -> bool:
+    """Make orphaned descendants re-parent to us (Linux); False where unsupported.
+
+    ``enable=False`` gives the role back, for a process that ran a pool and goes on
+    (``ProcessManager.start`` returning): its later orphans go to init again.
+    """
     if not sys.platform.startswith("linux"):
         return False
     import ctypes
 
     libc = ctypes.CDLL(None, use_errno=True)
-    return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, int(enable), 0, 0, 0)) == 0

@@ -379,7 +379,8 @@ class PoolConfig:
             raise WorkerLifecycleFailedError(Reason.INVALID_STATE)
 
     def _check_processes(self) -> None:
-        """The process-entry settings; a pool needs at least one slot of either kind."""
+        """The process-entry settings. (That ``start`` needs at least one slot of either
+        kind is checked once the entries are registered: ``generation_spec``.)"""
         if type(self.processes) is not tuple or not all(
             isinstance(table, ProcessTable) for table in self.processes
         ):
@@ -400,8 +401,6 @@ class PoolConfig:
         _check_int("restart_intensity", self.restart_intensity, 0, MAX_WORKERS * 1000)
         _check_int("restart_period_ms", self.restart_period_ms, 1, MAX_TIMEOUT_MS)
         _check_int("restart_backoff_max_ms", self.restart_backoff_max_ms, 0, MAX_TIMEOUT_MS)
-        if self.workers == 0 and not self.processes and not self.process_modules:
-            raise _fail("workers", ConfigRule.OUT_OF_RANGE)
 
     def _check_source_options(self) -> None:
         if type(self.source_options) is not tuple or len(self.source_options) > MAX_OPTIONS:

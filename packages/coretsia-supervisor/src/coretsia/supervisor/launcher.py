@@ -2,9 +2,13 @@
 
 The guardian (or the proc host) starts one launcher per slot, with the project root as
 its working directory. The launcher boots from the current immutable generation and
-nothing else (seed 000's "artifact-only boot"), resolves the task source, reports
-readiness, and runs the sequential worker loop until a cooperative stop, ``max_requests``
-or a terminal failure. Every spawn is a fresh interpreter, recycled ones included.
+nothing else (seed 000's "artifact-only boot"). A task slot (below the generation's
+``workers``) resolves the task source, reports readiness, and runs the sequential worker
+loop until a cooperative stop, ``max_requests`` or a terminal failure; a slot past them
+runs a process entry (seed 003) through
+:mod:`coretsia.supervisor.process.entry_worker`, whose exit statuses differ (it exits 1
+without a frame when the entry raised: the supervisor replaces it). Every spawn is a
+fresh interpreter, recycled and replaced ones included.
 
 Interpreter start-up dominates pool start and recycle, so this module imports only
 :mod:`os` and :mod:`sys` at load time; everything else (``ctypes``, ``socket``,
@@ -53,7 +57,7 @@ Exit statuses:
       ``CORETSIA_WORKER_LIFECYCLE_FAILED`` ones); also the parent died before the
       watch was armed (no frame)
 2     contract violation: bad argv, descriptors or environment, artifact root outside
-      the root, slot not below ``workers``; no frame
+      the root, slot past every task worker and entry; no frame
 ====  ==============================================================================
 
 A task raising ``Exception`` is settled with ``fail``; anything else escaping application
@@ -300,6 +304,9 @@ def _serve(
 
     if not armed:  # no parent-death watch: this worker could outlive its generation
         raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
+    from coretsia.supervisor.process.worker_pool import mark_managed
+
+    mark_managed()  # a worker, of either kind, never starts a pool of its own
     try:
         generation, spec = load_current_generation(root, artifact_root)
     except GenerationError as error:

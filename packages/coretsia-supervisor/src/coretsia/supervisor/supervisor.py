@@ -161,7 +161,7 @@ class Supervisor:
             config.restart_period_ms / 1000,
             config.restart_backoff_max_ms / 1000,
         )
-        self._stop_from_worker = False
+        self._stop_by_application = False
         self._ipc = PoolIpc(root, spec)
         self._nursery: trio.Nursery | None = None
         self._artifact_root = ""
@@ -239,7 +239,7 @@ class Supervisor:
         if self._failure is not None:
             return
         if self._stop_requested:
-            if not self._stop_from_worker:  # a worker's own shutdown request is no cancel
+            if not self._stop_by_application:  # the application ended its pool: no cancel
                 self._fail(WorkerStartFailedError(Reason.START_CANCELLED))
             return
         if not self._pool.all_started:
@@ -322,7 +322,9 @@ class Supervisor:
                 return
             if slot.state is SlotState.EXITED:
                 # Its exit (guardian channel) overtook this frame (its own channel): the
-                # exit is being judged with every frame read; it is not ready any more.
+                # exit is being judged with every frame read; it is not ready any more,
+                # but an entry that got this far did boot (it is replaced, not fatal).
+                slot.started = slot.started or slot.entry
                 return
             slot.state = SlotState.READY
             slot.started = True
@@ -341,7 +343,7 @@ class Supervisor:
         elif isinstance(frame, ShutdownRequest):
             event("pool.shutdown_requested", slot=slot.index)
             if not self._stop_requested:
-                self._stop_from_worker = True
+                self._stop_by_application = True
             self._request_stop()
         self._pool.changed()
 
@@ -409,6 +411,15 @@ class Supervisor:
             await self._spawn(slot)
         except WorkerError as exc:
             self._fail(exc)
+            return
+        # As for a recycle: a replacement that never reports ready fails the pool rather
+        # than leave the slot out of service without a word.
+        with trio.move_on_after(self._config.start_timeout_ms / 1000):
+            await self._pool.wait_until(
+                lambda: slot.state is not SlotState.SPAWNING or self._stopping
+            )
+        if slot.state is SlotState.SPAWNING and not self._stopping:
+            self._fail(WorkerStartFailedError(Reason.READINESS_TIMEOUT))
 
     def _grant_retirement(self) -> None:
         """Let the next worker that asked retire, if no slot is being recycled now.
@@ -504,7 +515,13 @@ class Supervisor:
                 continue
 
     def request_stop(self) -> None:
-        """Stop the pool (``ProcessManager.stop`` from the parent): like SIGTERM."""
+        """Stop the pool (``ProcessManager.stop`` from the parent), even while starting.
+
+        Like a worker's own shutdown request, this is the application ending its pool,
+        not an operator cancelling a start: ``start()`` then returns normally.
+        """
+        if not self._stop_requested:
+            self._stop_by_application = True
         self._request_stop()
 
     def _request_stop(self) -> None:

@@ -88,12 +88,15 @@ def generation_spec(root: Path, config: PoolConfig) -> dict[str, object]:
             spec[f"{kind}_hooks"] = targets
     spec["processes"] = None
     spec["process_main"] = None
+    entries = 0
     if config.processes or config.process_modules:
         from coretsia.supervisor.process.config_route import register_from_config
         from coretsia.supervisor.process.snapshot import snapshot
 
         manager = register_from_config(root, config)
-        if config.workers == 0 and not manager.entries():
-            raise WorkerConfigError("worker.workers", ConfigRule.OUT_OF_RANGE)
+        entries = len(manager.entries())
         spec["processes"] = snapshot(manager)
+    if config.workers == 0 and entries == 0:
+        # A pool needs a slot: workers = 0 is for a pool of (enabled) entries alone.
+        raise WorkerConfigError("worker.workers", ConfigRule.OUT_OF_RANGE)
     return spec

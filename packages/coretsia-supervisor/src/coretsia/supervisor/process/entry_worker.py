@@ -105,6 +105,8 @@ class EntryBoot:
                 terminated = _run_async(run, pool, entry.worker_id, str(loop))
             else:
                 terminated = _run_sync(run, pool, entry.worker_id)
+        except Terminated:
+            terminated = True  # SIGTERM landed just as the entry returned: still SIGTERM
         except Exception as error:  # noqa: BLE001 - an entry's failure: replaced, not fatal
             if spec.get("debug") is True:
                 import traceback
@@ -186,6 +188,9 @@ def _run_sync(run: Callable[[WorkerPool, int], Any], pool: WorkerPool, worker_id
     """Call a plain entry with SIGTERM raising :class:`Terminated`; True if it did."""
 
     def terminate(signum: int, frame: FrameType | None) -> None:
+        # One-shot: a second SIGTERM (a control-group kill) must not interrupt the
+        # entry's cleanup; SIGKILL still bounds it.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise Terminated
 
     signal.signal(signal.SIGTERM, terminate)
@@ -225,8 +230,9 @@ async def _asyncio_main(
 
     def terminate() -> None:
         nonlocal terminated
-        terminated = True
-        task.cancel()
+        if not terminated:  # once: a second cancel would cut the entry's cleanup short
+            terminated = True
+            task.cancel()
 
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, terminate)
@@ -260,7 +266,7 @@ async def _trio_main(
             nursery.start_soon(watch)
             await run(pool, worker_id)
             nursery.cancel_scope.cancel()
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # after trio restored its handler
     return terminated
 
 

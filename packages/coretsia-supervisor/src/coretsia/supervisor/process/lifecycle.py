@@ -12,24 +12,27 @@ Guards, in order (seed 003 asks for a start "in a clean CLI"):
 1. only the process that created the manager may start it (seed 003's creator-only
    guard): ``worker-signal-handling-unavailable``;
 2. registration and settings close (seed 003: at the first start attempt);
-3. inside a managed worker: :class:`NestedPoolError`;
+3. inside a managed worker (an entry or a task worker): :class:`NestedPoolError`;
 4. from a thread other than the main one, or inside a running asyncio or trio loop:
    ``worker-signal-handling-unavailable`` (the supervisor must own SIGTERM and SIGINT);
 5. an empty registry, or one whose ``stop`` came before ``start``, starts nothing.
 
-The whole start runs under umask 077 (restored on return) and makes the process a child
-subreaper on Linux (kept: it is what contains a generation whose guardian was killed).
+The whole start runs under umask 077, with the ``coretsia`` logger set up for the pool's
+log lines, and the process is a child subreaper on Linux (what contains a generation
+whose guardian was killed); all three are put back when ``start`` returns. A manager runs
+its pool once: a second ``start`` after a run raises :class:`RegistrationClosedError`.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
 from pathlib import Path
 
-from coretsia.supervisor.process.errors import NestedPoolError
-from coretsia.supervisor.process.worker_pool import current_pool
+from coretsia.supervisor.process.errors import NestedPoolError, RegistrationClosedError
+from coretsia.supervisor.process.worker_pool import current_pool, is_managed
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import WorkerStartFailedError
 
@@ -62,20 +65,27 @@ class Runtime:
         if os.getpid() != self.creator_pid:
             raise WorkerStartFailedError(Reason.SIGNAL_HANDLING_UNAVAILABLE)
         manager._close_registration()
-        if current_pool() is not None:
+        if is_managed():
             raise NestedPoolError
         if threading.current_thread() is not threading.main_thread() or _loop_running():
             raise WorkerStartFailedError(Reason.SIGNAL_HANDLING_UNAVAILABLE)
         with self._lock:
-            if self._cancelled or self._finished or not manager.entries():
+            if self._finished:
+                raise RegistrationClosedError("a manager runs its pool once")
+            if self._cancelled or not manager.entries():
                 return
+            self._finished = True
         umask = os.umask(0o077)
+        logger = _LoggerState.save()
         try:
             self._run(manager, umask)
         finally:
             os.umask(umask)
+            logger.restore()
+            from coretsia.guardian.subreaper import become_subreaper
+
+            become_subreaper(enable=False)  # the pool is gone: our later orphans are not ours
             with self._lock:
-                self._finished = True
                 self._supervisor = self._token = None
 
     def _run(self, manager: ProcessManager, umask: int) -> None:
@@ -104,7 +114,8 @@ class Runtime:
                 supervisor.request_stop()
 
     def stop(self) -> None:
-        """Stop the pool from anywhere: a worker, another thread, or before ``start``."""
+        """Stop the pool from anywhere: a worker, another thread, a signal handler, or
+        before ``start``. Returns at once."""
         pool = current_pool()
         if pool is not None:
             pool.shutdown()  # travels on the worker's own channel
@@ -117,11 +128,31 @@ class Runtime:
         import trio
 
         try:
-            trio.from_thread.run_sync(supervisor.request_stop, trio_token=token)
+            # Thread-safe and signal-safe: the stop runs as the next step of the run.
+            token.run_sync_soon(supervisor.request_stop)
         except trio.RunFinishedError:
             pass  # it stopped meanwhile
-        except RuntimeError:
-            supervisor.request_stop()  # called from inside the run (a signal handler)
+
+
+class _LoggerState:
+    """The ``coretsia`` logger's settings, which the pool's run replaces, to put back."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self.logger = logger
+        self.handlers = list(logger.handlers)
+        self.level = logger.level
+        self.propagate = logger.propagate
+
+    @classmethod
+    def save(cls) -> _LoggerState:
+        from coretsia.guardian.logs import LOGGER_NAME
+
+        return cls(logging.getLogger(LOGGER_NAME))
+
+    def restore(self) -> None:
+        self.logger.handlers[:] = self.handlers
+        self.logger.setLevel(self.level)
+        self.logger.propagate = self.propagate
 
 
 def _loop_running() -> bool:

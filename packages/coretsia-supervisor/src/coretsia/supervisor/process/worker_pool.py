@@ -38,16 +38,28 @@ if TYPE_CHECKING:
     from coretsia.supervisor.process.ipc_endpoint import Endpoint
     from coretsia.supervisor.stop_signal import StopSignal
 
-__all__ = ["WorkerPool", "current_pool"]
+__all__ = ["WorkerPool", "current_pool", "is_managed", "mark_managed"]
 
 _MAX_POLL_S = (2**31 - 1) / 1000
 
 _current: WorkerPool | None = None
+_managed = False
 
 
 def current_pool() -> WorkerPool | None:
     """The pool handle of this process if it is a managed entry worker, else None."""
     return _current
+
+
+def mark_managed() -> None:
+    """Record that this process is a worker of a pool (the launcher, for every slot)."""
+    global _managed
+    _managed = True
+
+
+def is_managed() -> bool:
+    """Whether this process is a managed worker, entry or task worker alike."""
+    return _managed
 
 
 class WorkerPool:
@@ -227,7 +239,23 @@ class WorkerPool:
 
 
 async def _wait_readable(*fds: int) -> None:
-    """Wait until one of ``fds`` is readable, under trio or asyncio (whichever runs)."""
+    """Wait until one of ``fds`` is readable, under trio or asyncio (whichever runs).
+
+    Each call waits on its own duplicates of the descriptors: trio allows one waiter per
+    descriptor and asyncio one reader callback, so two tasks of one entry waiting for
+    the stop at once would otherwise hang or crash each other.
+    """
+    import os
+
+    duplicates = [os.dup(fd) for fd in fds]  # non-inheritable, like every os.dup
+    try:
+        await _wait_any(duplicates)
+    finally:
+        for fd in duplicates:
+            os.close(fd)
+
+
+async def _wait_any(fds: list[int]) -> None:
     trio = sys.modules.get("trio")
     if trio is not None:
         try:
