@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import argparse
     from argparse import Namespace
     from collections.abc import Callable, Sequence
+    from pathlib import Path
 
     from coretsia.worker_protocol.client import ControlClient
 else:
@@ -122,7 +123,21 @@ def cmd_start(args: argparse.Namespace) -> int:
     umask = os.umask(0o077)
     from pathlib import Path
 
+    from coretsia.supervisor import guardian_process
+
     root = Path(_root(args.root))
+    # First thing: the guardian's interpreter boots on the other core while this one
+    # imports the runtime below; the guardian link adopts it (see guardian_process).
+    guardian_process.start_early(root, os.environ)
+    try:
+        _run_pool(args, root, umask)
+    finally:
+        guardian_process.discard_early()  # not adopted: the start ended before the launch
+    return ExitCode.OK
+
+
+def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> None:
+    """Validate, resolve and run the pool until it is stopped (``start`` after the checks)."""
     from coretsia.supervisor.config import load_config
     from coretsia.supervisor.drivers import resolve_driver, resolve_transport
     from coretsia.supervisor.task_sources import generation_spec
@@ -155,7 +170,6 @@ def cmd_start(args: argparse.Namespace) -> int:
         # is over when the supervisor has exited). Frozen objects are never collected;
         # the process is about to end, so nothing is lost.
         gc.freeze()
-    return ExitCode.OK
 
 
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[], WorkerError]]] = {
