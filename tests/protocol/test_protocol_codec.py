@@ -7,7 +7,6 @@ of the offending key or value.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from collections.abc import Callable
 from typing import Any
@@ -666,7 +665,8 @@ class TestErrorsCarryNothing:
 
 def _summary(**changes: Any) -> PoolSummary:
     """SUMMARY with some fields replaced (possibly by invalid values)."""
-    return dataclasses.replace(SUMMARY, **changes)
+    fields = {name: getattr(SUMMARY, name) for name in PoolSummary.__match_args__}
+    return PoolSummary(**{**fields, **changes})
 
 
 class TestEncodingInvalidFrames:

@@ -348,6 +348,11 @@ class TestConfigError:
             "worker.\nkey",
             "/etc/passwd",
             "-leading-dash",
+            "--",
+            "---x",
+            "--" + "a" * 65,
+            "\u00e9t\u00e9",  # letters, but not ASCII
+            "\uff11",  # a digit, but not ASCII
         ],
     )
     def test_unsafe_key_is_unprintable(self, key: str) -> None:
@@ -357,7 +362,10 @@ class TestConfigError:
         if key:
             assert not shows(error, key)
 
-    @pytest.mark.parametrize("key", ["worker", "worker.task_type", "entries[0].name", "a-b_c.9"])
+    @pytest.mark.parametrize(
+        "key",
+        ["worker", "worker.task_type", "entries[0].name", "a-b_c.9", "--root", "a" * 64, "_"],
+    )
     def test_plain_key_is_kept(self, key: str) -> None:
         """Plain dotted keys, with indexes, are kept as they are."""
         assert WorkerConfigError(key, ConfigRule.UNKNOWN_KEY).key == key

@@ -1,15 +1,13 @@
 """The supervisor's end of the guardian channel: launch, handshake, requests, events.
 
 The guardian is the supervisor's only child. It is started in a session of its own (so a
-terminal's Ctrl-C never reaches it) with one inherited socket; the supervisor waits for it
-with trio's own process wait, its one way of reaping (it has no other children).
+terminal's Ctrl-C never reaches it) with one inherited socket, usually early, before the
+supervisor imported trio (see :mod:`coretsia.supervisor.guardian_process`); the
+supervisor reaps it by its pid alone, its one way of reaping (it has no other children).
 """
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
@@ -18,6 +16,8 @@ import trio
 
 from coretsia.guardian.channel import FramedChannel
 from coretsia.supervisor._version import __version__
+from coretsia.supervisor.guardian_process import GuardianProcess, take_early
+from coretsia.supervisor.guardian_process import guardian_env as guardian_env
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import (
     ProtocolError,
@@ -45,32 +45,23 @@ EXIT_TIMEOUT_S: Final = 5.0
 class GuardianLink:
     """A running guardian and the channel to it."""
 
-    def __init__(self, process: trio.Process, channel: FramedChannel) -> None:
+    def __init__(self, process: GuardianProcess, channel: FramedChannel) -> None:
         self.process = process
         self._channel = channel
 
     @classmethod
     async def launch(cls, root: Path, hello: Hello, env: Mapping[str, str]) -> GuardianLink:
-        """Start the guardian and complete the handshake and the lock claim.
+        """Adopt the early guardian (or start one) and complete the handshake and lock claim.
 
         Raises :class:`WorkerAlreadyRunningError` when another generation holds the lock.
         """
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            process = await trio.lowlevel.open_process(
-                [sys.executable, "-m", "coretsia.guardian", f"--channel-fd={theirs.fileno()}"],
-                pass_fds=(theirs.fileno(),),
-                start_new_session=True,
-                cwd=root,
-                env=dict(env),
-                stdin=subprocess.DEVNULL,
-            )
-        except OSError as exc:
-            ours.close()
-            raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from exc
-        finally:
-            theirs.close()
-        link = cls(process, FramedChannel(trio.socket.from_stdlib_socket(ours)))
+        process = take_early(root, env)
+        if process is None:
+            try:
+                process = GuardianProcess.start(root, env)
+            except OSError as exc:
+                raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from exc
+        link = cls(process, FramedChannel(trio.socket.from_stdlib_socket(process.channel)))
         try:
             with trio.fail_after(HANDSHAKE_TIMEOUT_S):
                 await link._handshake(hello)
@@ -133,13 +124,3 @@ class GuardianLink:
     def close(self) -> None:
         """Close the channel (after the guardian released the lock)."""
         self._channel.close()
-
-
-def guardian_env(environ: Mapping[str, str]) -> dict[str, str]:
-    """The environment handed to the guardian (and through it to every worker).
-
-    Service-manager variables are meant for the supervisor alone: a worker that saw
-    ``NOTIFY_SOCKET`` could announce readiness for the whole service.
-    """
-    private = {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID"}
-    return {k: v for k, v in environ.items() if k not in private}

@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Mapping
 
-from coretsia.worker_protocol.control import PoolSummary
 from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerError
 from coretsia.worker_protocol.vocabulary import SAFE_FIELDS
 
-Fields = Mapping[str, "str | int | bool"]
+# Not ``from typing import ...``: the probe commands pay for every import at every probe;
+# type checkers honour a module-level TYPE_CHECKING all the same.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from coretsia.worker_protocol.control import PoolSummary
+
+    Fields = Mapping[str, str | int | bool]
 
 
 def summary_fields(summary: PoolSummary) -> dict[str, str | int | bool]:

@@ -15,7 +15,7 @@ own processes live in :mod:`coretsia.worker_protocol.internal` and
 
 from __future__ import annotations
 
-import importlib
+import sys
 
 # Not ``from typing import TYPE_CHECKING``: importing typing costs milliseconds on every
 # worker boot, and type checkers honour a module-level ``TYPE_CHECKING`` all the same.
@@ -189,7 +189,8 @@ def __getattr__(name: str) -> object:
     if module is None:
         msg = f"module 'coretsia.worker_protocol' has no attribute {name!r}"
         raise AttributeError(msg)
-    value = getattr(importlib.import_module(module), name)
+    __import__(module)  # not importlib.import_module: importing importlib costs too
+    value = getattr(sys.modules[module], name)
     globals()[name] = value
     return value
 

@@ -19,9 +19,15 @@ hook failures ``worker-task-hook-failed`` and ``worker-task-reset-failed``, and
 from __future__ import annotations
 
 import enum
-from typing import Final
 
 from coretsia.worker_protocol.exit_codes import ExitCode
+
+# Not ``from typing import ...``: this module is on every worker's boot path and on the
+# probe path, where importing typing costs milliseconds; type checkers honour a
+# module-level TYPE_CHECKING all the same.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 
 class ErrorCode(str, enum.Enum):

@@ -31,8 +31,6 @@ import socket
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterator
-from typing import Final, TypeVar
 
 from coretsia.worker_protocol import lock
 from coretsia.worker_protocol.catalogue import Reason
@@ -59,7 +57,14 @@ from coretsia.worker_protocol.lifecycle import FENCE_PATH, LOCATOR_PATH, LOCK_PA
 from coretsia.worker_protocol.locator import MAX_LOCATOR_BYTES, Locator, decode_locator
 from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
 
-R = TypeVar("R")
+# Not ``from typing import ...``: every probe pays for every import of this module;
+# type checkers honour a module-level TYPE_CHECKING all the same.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Final, TypeVar
+
+    R = TypeVar("R")
 
 DEFAULT_TIMEOUT_S: Final = 5.0
 """Bound on a ``status`` or ``health`` round trip, connection included."""

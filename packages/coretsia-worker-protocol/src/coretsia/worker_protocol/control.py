@@ -15,10 +15,8 @@ supervisor closes the connection. Every line is deterministic JSON (see
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Final
-
 from coretsia.worker_protocol import _strict as s
+from coretsia.worker_protocol._frozen import Frozen
 from coretsia.worker_protocol.catalogue import REASON_CODES, ErrorCode, HealthReason, Reason
 from coretsia.worker_protocol.framing import MAX_FRAME_BYTES
 from coretsia.worker_protocol.vocabulary import (
@@ -33,6 +31,12 @@ from coretsia.worker_protocol.vocabulary import (
     ShutdownPhase,
     Transport,
 )
+
+# Not ``from typing import ...``: ``status`` is a Kubernetes exec probe, where importing
+# typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 CONTROL_VERSION: Final = 1
 """The version every control frame carries."""
@@ -52,61 +56,186 @@ _SUMMARY_KEYS: Final = frozenset(
 _BASE_KEYS: Final = frozenset({"version", "type"})
 
 
-@dataclass(frozen=True, slots=True)
-class ControlRequest:
+class ControlRequest(Frozen):
     """One request; the credential is kept out of ``repr`` so it cannot reach a log."""
 
-    command: ControlCommand
-    credential: str = field(repr=False)
+    __slots__ = ("_command", "_credential")
+    __match_args__ = ("command", "credential")
+    _fields = ("command", "credential")
+    _shown = ("command",)
+    _command: ControlCommand
+    _credential: str
+
+    def __init__(self, command: ControlCommand, credential: str) -> None:
+        self._set(command, credential)
+
+    @property
+    def command(self) -> ControlCommand:
+        return self._command
+
+    @property
+    def credential(self) -> str:
+        return self._credential
 
 
-@dataclass(frozen=True, slots=True)
-class PoolSummary:
+class PoolSummary(Frozen):
     """The safe live facts about a pool that ``status`` and ``health`` both carry."""
 
-    pool_status: PoolStatus
-    pid: int
-    worker_count: int
-    ready_worker_count: int
-    driver: Driver
-    control_transport: Transport
-    endpoint_hash: str
+    __slots__ = (
+        "_control_transport",
+        "_driver",
+        "_endpoint_hash",
+        "_pid",
+        "_pool_status",
+        "_ready_worker_count",
+        "_worker_count",
+    )
+    __match_args__ = _fields = _shown = (
+        "pool_status",
+        "pid",
+        "worker_count",
+        "ready_worker_count",
+        "driver",
+        "control_transport",
+        "endpoint_hash",
+    )
+    _pool_status: PoolStatus
+    _pid: int
+    _worker_count: int
+    _ready_worker_count: int
+    _driver: Driver
+    _control_transport: Transport
+    _endpoint_hash: str
+
+    def __init__(
+        self,
+        pool_status: PoolStatus,
+        pid: int,
+        worker_count: int,
+        ready_worker_count: int,
+        driver: Driver,
+        control_transport: Transport,
+        endpoint_hash: str,
+    ) -> None:
+        self._set(
+            pool_status,
+            pid,
+            worker_count,
+            ready_worker_count,
+            driver,
+            control_transport,
+            endpoint_hash,
+        )
+
+    @property
+    def pool_status(self) -> PoolStatus:
+        return self._pool_status
+
+    @property
+    def pid(self) -> int:
+        return self._pid
+
+    @property
+    def worker_count(self) -> int:
+        return self._worker_count
+
+    @property
+    def ready_worker_count(self) -> int:
+        return self._ready_worker_count
+
+    @property
+    def driver(self) -> Driver:
+        return self._driver
+
+    @property
+    def control_transport(self) -> Transport:
+        return self._control_transport
+
+    @property
+    def endpoint_hash(self) -> str:
+        return self._endpoint_hash
 
 
-@dataclass(frozen=True, slots=True)
-class StatusResponse:
+class StatusResponse(Frozen):
     """The answer to ``status``."""
 
-    summary: PoolSummary
+    __slots__ = ("_summary",)
+    __match_args__ = _fields = _shown = ("summary",)
+    _summary: PoolSummary
+
+    def __init__(self, summary: PoolSummary) -> None:
+        self._set(summary)
+
+    @property
+    def summary(self) -> PoolSummary:
+        return self._summary
 
 
-@dataclass(frozen=True, slots=True)
-class HealthResponse:
+class HealthResponse(Frozen):
     """The answer to ``health``: healthy only when running with every slot ready."""
 
-    summary: PoolSummary
-    healthy: bool
-    reason: HealthReason
+    __slots__ = ("_healthy", "_reason", "_summary")
+    __match_args__ = _fields = _shown = ("summary", "healthy", "reason")
+    _summary: PoolSummary
+    _healthy: bool
+    _reason: HealthReason
+
+    def __init__(self, summary: PoolSummary, healthy: bool, reason: HealthReason) -> None:
+        self._set(summary, healthy, reason)
+
+    @property
+    def summary(self) -> PoolSummary:
+        return self._summary
+
+    @property
+    def healthy(self) -> bool:
+        return self._healthy
+
+    @property
+    def reason(self) -> HealthReason:
+        return self._reason
 
 
-@dataclass(frozen=True, slots=True)
-class StopProgress:
+class StopProgress(Frozen):
     """Sent when shutdown enters a phase; ``budget_ms`` is that phase's deadline."""
 
-    phase: ShutdownPhase
-    budget_ms: int
+    __slots__ = ("_budget_ms", "_phase")
+    __match_args__ = _fields = _shown = ("phase", "budget_ms")
+    _phase: ShutdownPhase
+    _budget_ms: int
+
+    def __init__(self, phase: ShutdownPhase, budget_ms: int) -> None:
+        self._set(phase, budget_ms)
+
+    @property
+    def phase(self) -> ShutdownPhase:
+        return self._phase
+
+    @property
+    def budget_ms(self) -> int:
+        return self._budget_ms
 
 
-@dataclass(frozen=True, slots=True)
-class StoppedResponse:
+class StoppedResponse(Frozen):
     """The terminal answer to ``stop``: the generation is gone and the lock is free."""
 
+    __slots__ = ()
+    __match_args__ = ()
 
-@dataclass(frozen=True, slots=True)
-class ErrorResponse:
+
+class ErrorResponse(Frozen):
     """A failure, as its catalogue reason (the code travels too and must agree)."""
 
-    reason: Reason
+    __slots__ = ("_reason",)
+    __match_args__ = _fields = _shown = ("reason",)
+    _reason: Reason
+
+    def __init__(self, reason: Reason) -> None:
+        self._set(reason)
+
+    @property
+    def reason(self) -> Reason:
+        return self._reason
 
     @property
     def code(self) -> ErrorCode:

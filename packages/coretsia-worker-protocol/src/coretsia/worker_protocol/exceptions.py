@@ -11,9 +11,6 @@ Each concrete class also subclasses the closest stdlib type, so a caller's exist
 
 from __future__ import annotations
 
-import re
-from typing import ClassVar, Final
-
 from coretsia.worker_protocol.catalogue import (
     EXIT_CODES,
     REASON_CODES,
@@ -21,7 +18,15 @@ from coretsia.worker_protocol.catalogue import (
     ErrorCode,
     Reason,
 )
-from coretsia.worker_protocol.exit_codes import ExitCode
+
+# Not ``from typing import ...`` (nor ``re``): this module is on every worker's boot path
+# and on the probe path, where each import costs milliseconds; type checkers honour a
+# module-level TYPE_CHECKING all the same.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar, Final
+
+    from coretsia.worker_protocol.exit_codes import ExitCode
 
 __all__ = [
     "LocalProtocolError",
@@ -107,7 +112,16 @@ class WorkerNotRunningError(WorkerError, ProcessLookupError):
     code = ErrorCode.NOT_RUNNING
 
 
-_SAFE_KEY: Final = re.compile(r"(--)?[A-Za-z0-9_][A-Za-z0-9_.\[\]-]{0,63}")
+_KEY_FIRST: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_KEY_REST: Final = _KEY_FIRST | frozenset(".[]-")
+_KEY_MAX: Final = 64
+
+
+def _is_safe_key(key: str) -> bool:
+    """A short plain name, ``--``-prefixed or not; what the former regular expression
+    ``(--)?[A-Za-z0-9_][A-Za-z0-9_.\\[\\]-]{0,63}`` matched, without importing ``re``."""
+    name = key.removeprefix("--")
+    return 0 < len(name) <= _KEY_MAX and name[0] in _KEY_FIRST and _KEY_REST.issuperset(name)
 
 
 class WorkerConfigError(WorkerError, ValueError):
@@ -122,7 +136,7 @@ class WorkerConfigError(WorkerError, ValueError):
 
     def __init__(self, key: str, rule: ConfigRule) -> None:
         super().__init__(Reason.CONFIG_INVALID)
-        self.key: str = key if _SAFE_KEY.fullmatch(key) else "<unprintable>"
+        self.key: str = key if _is_safe_key(key) else "<unprintable>"
         self.rule: ConfigRule = ConfigRule(rule)
 
     def __reduce__(self) -> tuple[type[WorkerError], tuple[str, ConfigRule]]:  # type: ignore[override]

@@ -9,10 +9,16 @@ memory and is told so with ``worker-frame-oversized``.
 from __future__ import annotations
 
 import enum
-from typing import Final
 
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import LocalProtocolError, RemoteProtocolError
+
+# Not ``from typing import ...``: this module is on every worker's boot path and on the
+# probe path, where importing typing costs milliseconds; type checkers honour a
+# module-level TYPE_CHECKING all the same.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 MAX_FRAME_BYTES: Final = 16 * 1024
 """Largest frame, newline excluded, any channel accepts (control, readiness, internal)."""

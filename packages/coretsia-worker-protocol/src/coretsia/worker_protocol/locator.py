@@ -19,14 +19,18 @@ endpoint-consistency check.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Final
-
 from coretsia.worker_protocol import _strict as s
+from coretsia.worker_protocol._frozen import Frozen
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import LocalProtocolError
 from coretsia.worker_protocol.paths import is_safe_relative_path
 from coretsia.worker_protocol.vocabulary import CREDENTIAL_HEX_LEN, MAX_TIMEOUT_MS, Transport
+
+# Not ``from typing import ...``: ``status`` is a Kubernetes exec probe, where importing
+# typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 LOCATOR_VERSION: Final = 1
 """The version of the locator schema."""
@@ -39,20 +43,78 @@ _COMMON: Final = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Locator:
+class Locator(Frozen):
     """The active supervisor's endpoint, credential and stop budgets."""
 
-    transport: Transport
-    credential: str = field(repr=False)
-    stop_timeout_ms: int
-    force_kill_timeout_ms: int
-    path: str | None = None
-    """Root-relative UNIX socket path (``unix`` only)."""
-    host: str | None = None
-    """Always ``127.0.0.1`` for a sane supervisor (``tcp`` only)."""
-    port: int | None = None
-    """The TCP port (``tcp`` only)."""
+    __slots__ = (
+        "_credential",
+        "_force_kill_timeout_ms",
+        "_host",
+        "_path",
+        "_port",
+        "_stop_timeout_ms",
+        "_transport",
+    )
+    __match_args__ = _fields = (
+        "transport",
+        "credential",
+        "stop_timeout_ms",
+        "force_kill_timeout_ms",
+        "path",
+        "host",
+        "port",
+    )
+    _shown = ("transport", "stop_timeout_ms", "force_kill_timeout_ms", "path", "host", "port")
+    _transport: Transport
+    _credential: str
+    _stop_timeout_ms: int
+    _force_kill_timeout_ms: int
+    _path: str | None
+    _host: str | None
+    _port: int | None
+
+    def __init__(
+        self,
+        transport: Transport,
+        credential: str,
+        stop_timeout_ms: int,
+        force_kill_timeout_ms: int,
+        path: str | None = None,
+        host: str | None = None,
+        port: int | None = None,
+    ) -> None:
+        self._set(transport, credential, stop_timeout_ms, force_kill_timeout_ms, path, host, port)
+
+    @property
+    def transport(self) -> Transport:
+        return self._transport
+
+    @property
+    def credential(self) -> str:
+        return self._credential
+
+    @property
+    def stop_timeout_ms(self) -> int:
+        return self._stop_timeout_ms
+
+    @property
+    def force_kill_timeout_ms(self) -> int:
+        return self._force_kill_timeout_ms
+
+    @property
+    def path(self) -> str | None:
+        """Root-relative UNIX socket path (``unix`` only)."""
+        return self._path
+
+    @property
+    def host(self) -> str | None:
+        """Always ``127.0.0.1`` for a sane supervisor (``tcp`` only)."""
+        return self._host
+
+    @property
+    def port(self) -> int | None:
+        """The TCP port (``tcp`` only)."""
+        return self._port
 
     @property
     def stop_wait_ms(self) -> int:

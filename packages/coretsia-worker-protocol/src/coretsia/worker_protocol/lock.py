@@ -19,7 +19,12 @@ import errno
 import os
 import struct
 import sys
-from typing import Final
+
+# Not ``from typing import ...``: the probe path (``status`` is a Kubernetes exec probe)
+# imports this module; type checkers honour a module-level TYPE_CHECKING all the same.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt

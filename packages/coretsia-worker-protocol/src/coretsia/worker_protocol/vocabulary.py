@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import enum
-from typing import Final
+
+# Not ``from typing import ...``: this module is on every worker's boot path and on the
+# probe path, where importing typing costs milliseconds; type checkers honour a
+# module-level TYPE_CHECKING all the same.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
 
 MAX_WORKERS: Final = 1024
 """Most worker slots one pool may have (seed 003's registration limit)."""

@@ -24,6 +24,7 @@ Frames, in the order a worker may send them:
 from __future__ import annotations
 
 from coretsia.worker_protocol import _strict as s
+from coretsia.worker_protocol._frozen import Frozen
 from coretsia.worker_protocol.catalogue import REASON_CODES, ErrorCode, Reason
 from coretsia.worker_protocol.framing import MAX_FRAME_BYTES
 from coretsia.worker_protocol.vocabulary import TOKEN_HEX_LEN
@@ -32,7 +33,7 @@ from coretsia.worker_protocol.vocabulary import TOKEN_HEX_LEN
 # importing typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import ClassVar, Final
+    from typing import Final
 
 WORKER_CHANNEL_VERSION: Final = 1
 """The version every worker-channel frame carries."""
@@ -40,51 +41,7 @@ WORKER_CHANNEL_VERSION: Final = 1
 _WORKER_CODES: Final = frozenset({ErrorCode.START_FAILED, ErrorCode.LIFECYCLE_FAILED})
 
 
-class _Frame:
-    """Immutable, compared and hashed by value: a frozen, slotted dataclass by hand.
-
-    Written out because :mod:`dataclasses` imports :mod:`inspect` (and with it ``ast``,
-    ``dis``, ``tokenize``): several milliseconds on every worker boot for five tiny
-    classes. Equality, hashing, ``repr``, ``__match_args__``, pickling and
-    ``dataclasses.FrozenInstanceError`` on assignment behave as the dataclass did.
-    """
-
-    __slots__ = ()
-    _fields: ClassVar[tuple[str, ...]] = ()
-    _shown: ClassVar[tuple[str, ...]] = ()
-
-    def _values(self) -> tuple[object, ...]:
-        return tuple(getattr(self, name) for name in self._fields)
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, _Frame) and other.__class__ is self.__class__:
-            return self._values() == other._values()
-        return NotImplemented
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._shown)
-        return f"{self.__class__.__qualname__}({shown})"
-
-    def __reduce__(self) -> tuple[type[_Frame], tuple[object, ...]]:
-        return self.__class__, self._values()
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise _frozen(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise _frozen(f"cannot delete field {name!r}")
-
-
-def _frozen(message: str) -> AttributeError:
-    from dataclasses import FrozenInstanceError  # only when someone tries to mutate
-
-    return FrozenInstanceError(message)
-
-
-class Ready(_Frame):
+class Ready(Frozen):
     """The worker is ready; ``token`` is its per-spawn token where the channel needs one."""
 
     __slots__ = ("_token",)
@@ -94,14 +51,14 @@ class Ready(_Frame):
     _token: str | None
 
     def __init__(self, token: str | None = None) -> None:
-        object.__setattr__(self, "_token", token)
+        self._set(token)
 
     @property
     def token(self) -> str | None:
         return self._token
 
 
-class Failed(_Frame):
+class Failed(Frozen):
     """The worker is about to exit non-zero for this reason."""
 
     __slots__ = ("_reason",)
@@ -110,21 +67,21 @@ class Failed(_Frame):
     _reason: Reason
 
     def __init__(self, reason: Reason) -> None:
-        object.__setattr__(self, "_reason", reason)
+        self._set(reason)
 
     @property
     def reason(self) -> Reason:
         return self._reason
 
 
-class Retiring(_Frame):
+class Retiring(Frozen):
     """The worker reached ``max_requests`` and will exit cleanly to be replaced."""
 
     __slots__ = ()
     __match_args__ = ()
 
 
-class ShutdownRequest(_Frame):
+class ShutdownRequest(Frozen):
     """The worker asks for the whole pool to shut down."""
 
     __slots__ = ()
@@ -134,7 +91,7 @@ class ShutdownRequest(_Frame):
 WorkerFrame = Ready | Failed | Retiring | ShutdownRequest
 
 
-class Retire(_Frame):
+class Retire(Frozen):
     """Supervisor to worker: your turn to retire; exit cleanly after the current task."""
 
     __slots__ = ()

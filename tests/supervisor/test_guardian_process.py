@@ -1,0 +1,74 @@
+"""The early guardian: adopted only for its own root and environment, else killed."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import trio
+
+from coretsia.supervisor import guardian_process
+from coretsia.supervisor.guardian_process import GuardianProcess, guardian_env
+
+
+@pytest.fixture(autouse=True)
+def _no_early_guardian_left() -> Iterator[None]:
+    yield
+    guardian_process.discard_early()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_nothing_to_adopt_without_an_early_start(tmp_path: Path) -> None:
+    """Without start_early the link spawns its own guardian."""
+    assert guardian_process.take_early(tmp_path, guardian_env(os.environ)) is None
+
+
+def test_the_early_guardian_is_adopted_once(tmp_path: Path) -> None:
+    """Same root, same environment: the early guardian is handed over, and only once."""
+    guardian_process.start_early(tmp_path, os.environ)
+    adopted = guardian_process.take_early(tmp_path, guardian_env(os.environ))
+    assert adopted is not None
+    try:
+        assert guardian_process.take_early(tmp_path, guardian_env(os.environ)) is None
+    finally:
+        adopted.kill()
+
+
+def test_a_guardian_for_another_environment_is_killed(tmp_path: Path) -> None:
+    """An early guardian that does not match what the launch asks for is not used."""
+    guardian_process.start_early(tmp_path, os.environ)
+    early = guardian_process._early
+    assert early is not None
+    pid = early[2].pid
+    other = {**guardian_env(os.environ), "CORETSIA_TEST_OTHER": "1"}
+    assert guardian_process.take_early(tmp_path, other) is None
+    assert not _alive(pid)  # killed and reaped
+
+
+def test_an_unadopted_guardian_is_discarded(tmp_path: Path) -> None:
+    """A start that ends before the launch kills and reaps its early guardian."""
+    guardian_process.start_early(tmp_path, os.environ)
+    early = guardian_process._early
+    assert early is not None
+    guardian_process.discard_early()
+    assert not _alive(early[2].pid)
+    assert guardian_process._early is None
+
+
+async def test_wait_reaps_a_guardian_that_lost_its_supervisor(tmp_path: Path) -> None:
+    """Closing the channel before hello makes the guardian exit; wait reaps it."""
+    process = GuardianProcess.start(tmp_path, guardian_env(os.environ))
+    process.channel.close()
+    with trio.fail_after(30):
+        status = await process.wait()
+    assert status == 1  # no hello: the guardian gives up with status 1
+    assert not _alive(process.pid)
