@@ -63,9 +63,11 @@ Exit statuses:
 A task raising ``Exception`` is settled with ``fail``; anything else escaping application
 code (``SystemExit``, ``KeyboardInterrupt``) ends the worker with status 1 and
 ``worker-child-start-failed`` before readiness or ``worker-lifecycle-failed`` after it.
-A signal ends it with the signal's status, as for any process. Exits are ordinary
-interpreter exits (atexit handlers run), so a non-daemon thread the application left
-running delays one; the guardian's SIGTERM and SIGKILL phases still bound it.
+A signal ends it with the signal's status, as for any process. A clean exit (status 0)
+leaves like a multiprocessing child (:func:`_leave`): non-daemon threads are joined and
+atexit handlers run (so a thread the application left running delays it; the guardian's
+SIGTERM and SIGKILL phases still bound it), stdout and stderr are flushed, and the
+interpreter's final collections are skipped. Other exits are ordinary interpreter exits.
 
 The launcher itself writes nothing to stdout or stderr (seed 000: the supervisor maps the
 exit; raw messages may carry configuration or payloads). With ``debug = true`` in the
@@ -105,7 +107,33 @@ def main() -> None:
     """Run one worker; exits with 0, 1 or 2 (see the module docstring)."""
     armed = arm_parent_death()  # first: the parent may die at any moment from now on
     _check_parent()
-    raise SystemExit(_run(sys.argv[1:], armed=armed))
+    code = _run(sys.argv[1:], armed=armed)
+    if code == 0:
+        _leave()
+    raise SystemExit(code)
+
+
+def _leave() -> None:
+    """A clean exit the way a multiprocessing child leaves: no final collections.
+
+    A stop of N workers is N interpreter shutdowns sharing the machine's cores, and most
+    of each one is finalising modules and objects nobody will look at again. What an
+    application may rely on still happens: its non-daemon threads are joined, its
+    ``atexit`` handlers run, stdout and stderr are flushed. Other buffered files it left
+    open are not finalised: close them (as with ``multiprocessing``).
+    """
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        threading._shutdown()  # what the interpreter's exit would do first
+    import atexit
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass  # closed or broken: nothing more can be said on it
+    os._exit(0)
 
 
 # --- parent watch ---------------------------------------------------------------------

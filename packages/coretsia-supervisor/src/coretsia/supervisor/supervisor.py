@@ -353,7 +353,8 @@ class Supervisor:
         slot = self._pool.slots[frame.slot]
         slot.state = SlotState.EXITED
         event("worker.exited", slot=slot.index, exit_kind=frame.exit_kind)
-        self._publish_state()
+        if not self._stopping:  # a stop is one burst of exits, and its state file goes
+            self._publish_state()
         self._pool.changed()
         if not self._stopping:
             assert self._nursery is not None
