@@ -58,6 +58,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -848,6 +849,7 @@ class _MemorySource:
 def scenario_task_loop(results: Results, runs: int, count: int = 200_000) -> None:
     """S7: per-task overhead of run_unit and work() against a bare loop."""
     from coretsia.supervisor.launcher import _Context
+    from coretsia.supervisor.stop_signal import StopSignal
     from coretsia.supervisor.worker_loop import Hooks, Retirement, run_unit, work
 
     hooks = Hooks()
@@ -870,7 +872,7 @@ def scenario_task_loop(results: Results, runs: int, count: int = 200_000) -> Non
         read_end, write_end = os.pipe()
         ours, theirs = socket.socketpair()
         try:
-            context = _Context("queue", 0, read_end, "bench", {})
+            context = _Context("queue", 0, StopSignal(read_end), "bench", {})
             source = _MemorySource(count, lambda: os.close(write_end))
             retirement = Retirement(ours)
             started = time.perf_counter()
@@ -881,16 +883,53 @@ def scenario_task_loop(results: Results, runs: int, count: int = 200_000) -> Non
             ours.close()
             theirs.close()
 
+    telemetry = _sdk_telemetry()
+
+    def units_with_telemetry() -> float:
+        started = time.perf_counter()
+        for _ in range(count // 10):  # a span and three instruments per task: fewer tasks
+            run_unit(task, hooks, telemetry)
+        return (time.perf_counter() - started) * 10
+
     per_unit: list[float] = []
     per_loop: list[float] = []
+    per_traced: list[float] = []
     for _ in range(runs):
         base = min(bare() for _ in range(3))
         per_unit.append((min(units() for _ in range(3)) - base) / count)
         per_loop.append((min(loop() for _ in range(3)) - base) / count)
+        if telemetry is not None:
+            per_traced.append((min(units_with_telemetry() for _ in range(3)) - base) / count)
     results.data["s7_bare_per_task"] = [base / count]
     results.data["s7_run_unit_overhead"] = per_unit
     results.data["s7_work_overhead"] = per_loop
+    if per_traced:
+        results.data["s7_run_unit_telemetry_overhead"] = per_traced
     log(f"S7: run_unit +{median(per_unit) * 1e6:.2f} us, work +{median(per_loop) * 1e6:.2f} us")
+
+
+def _sdk_telemetry() -> Any:
+    """A Telemetry on the OpenTelemetry SDK (in-memory export), or None without the SDK.
+
+    What ``telemetry = "otel"`` costs a task with an SDK that keeps every span and metric:
+    the in-memory exporter stands for the cheapest real one.
+    """
+    try:
+        from opentelemetry.sdk.metrics import MeterProvider
+        from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+            InMemorySpanExporter,
+        )
+    except ImportError:
+        return None
+    from coretsia.supervisor.telemetry import Telemetry
+
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    return Telemetry(tracer_provider.get_tracer("bench"), meter_provider.get_meter("bench"))
 
 
 # --- report -----------------------------------------------------------------------------
@@ -1066,6 +1105,12 @@ def _control_rows(results: Results, out: _Table) -> None:
                 f"S7 {name}, per task over the bare loop", f"+{over * 1e6:.2f} us",
                 floor=f"bare loop {bare * 1e6:.3f} us/task", budget="<= 20 us",
                 ok=over <= 20e-6,
+            )  # fmt: skip
+        if "s7_run_unit_telemetry_overhead" in results.data:
+            over = _get(results, "s7_run_unit_telemetry_overhead")
+            out.add(
+                "S7 run_unit with telemetry on (SDK, in-memory export)",
+                f"+{over * 1e6:.2f} us", detail="reported, no budget",
             )  # fmt: skip
 
 
