@@ -168,6 +168,8 @@ _WORKER_KEYS: Final = frozenset(
         "restart_intensity",
         "restart_period_ms",
         "restart_backoff_max_ms",
+        "metrics_host",
+        "metrics_port",
     }
 )
 _CONTROL_KEYS: Final = {"transport": "control_transport"}
@@ -202,6 +204,17 @@ def _check_str(field: str, value: object) -> str:
     if type(value) is not str:
         raise _fail(field, ConfigRule.WRONG_TYPE)
     return value
+
+
+def _is_ip_address(value: str) -> bool:
+    """An IPv4 or IPv6 address literal: never a name a resolver could answer falsely."""
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _check_strings(
@@ -337,6 +350,11 @@ class PoolConfig:
     """The window of ``restart_intensity``."""
     restart_backoff_max_ms: int = 0
     """Cap of an entry's exponential respawn back-off; 0: off (only the interval)."""
+    metrics_port: int = 0
+    """The supervisor's Prometheus text endpoint (the ``prometheus`` extra); 0: off."""
+    metrics_host: str = LOOPBACK_HOST
+    """The address the endpoint binds: loopback unless another IP address is configured
+    (Kubernetes scrapes the pod's IP)."""
     telemetry: TelemetryMode = TelemetryMode.OFF
     """``otel``: the supervisor and every worker record spans and metrics through
     OpenTelemetry (the ``otel`` extra); ``off`` imports none of it."""
@@ -372,6 +390,9 @@ class PoolConfig:
         if type(self.debug) is not bool:
             raise _fail("debug", ConfigRule.WRONG_TYPE)
         self._check_processes()
+        _check_int("metrics_port", self.metrics_port, 0, 65535)
+        if not _is_ip_address(_check_str("metrics_host", self.metrics_host)):
+            raise _fail("metrics_host", ConfigRule.NOT_ONE_OF)
         _check_enum("telemetry", self.telemetry, TelemetryMode)
         if not isinstance(self.task_type, TaskType):
             # Seed 000: an invalid or missing task_type is a Worker-owned lifecycle

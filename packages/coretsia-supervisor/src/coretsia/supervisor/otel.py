@@ -35,6 +35,10 @@ from importlib.metadata import entry_points
 from coretsia.supervisor._version import __version__
 from coretsia.supervisor.telemetry import Telemetry
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from coretsia.supervisor.telemetry import Meter, Tracer
+
 TRACES_GROUP = "opentelemetry_traces_exporter"
 METRICS_GROUP = "opentelemetry_metrics_exporter"
 
@@ -45,6 +49,14 @@ def opentelemetry_telemetry(scope: str) -> Telemetry | None:
     ``scope`` names the instrumentation scope (``coretsia.supervisor``,
     ``coretsia.worker``).
     """
+    parts = opentelemetry_parts(scope)
+    if parts is None:
+        return None
+    return Telemetry(parts[0], parts[1], time.monotonic_ns)
+
+
+def opentelemetry_parts(scope: str) -> tuple[Tracer, Meter] | None:
+    """The global providers' tracer and meter for ``scope``; None without the API."""
     try:
         from opentelemetry import metrics, trace
     except ImportError:
@@ -55,7 +67,7 @@ def opentelemetry_telemetry(scope: str) -> Telemetry | None:
         meter = metrics.get_meter(scope, __version__)
     except Exception:  # noqa: BLE001 - a broken installation means no telemetry, nothing else
         return None
-    return Telemetry(tracer, meter, time.monotonic_ns)
+    return tracer, meter
 
 
 def _install_sdk(environ: Mapping[str, str]) -> None:

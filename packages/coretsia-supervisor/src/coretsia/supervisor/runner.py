@@ -20,8 +20,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import trio
 
+    from coretsia.supervisor.prometheus import MetricsEndpoint
     from coretsia.supervisor.supervisor import Supervisor
-    from coretsia.supervisor.telemetry import Telemetry
+    from coretsia.supervisor.telemetry import Meter, Telemetry, Tracer
 
 __all__ = ["run_supervisor"]
 
@@ -43,6 +44,7 @@ def run_supervisor(
     driver = resolve_driver(config.driver)
     transport = resolve_transport(config.control_transport)
     require_ipc(spec)  # like the driver: refused before anything is started
+    metrics = _metrics_endpoint(config)
     (root / "var/tmp").mkdir(parents=True, exist_ok=True)
 
     import trio
@@ -63,7 +65,8 @@ def run_supervisor(
         umask,
         os.environ,
         log_json=log_json,
-        telemetry=_telemetry(config.telemetry.value),
+        telemetry=_telemetry(config.telemetry.value, metrics),
+        metrics=metrics,
     )
 
     async def main() -> None:
@@ -74,19 +77,36 @@ def run_supervisor(
     trio.run(main)
 
 
-def _telemetry(mode: str) -> Telemetry:
-    """The supervisor's telemetry; OpenTelemetry is imported only for ``otel``."""
-    from coretsia.supervisor.telemetry import NO_TELEMETRY
+def _metrics_endpoint(config: PoolConfig) -> MetricsEndpoint | None:
+    """The Prometheus endpoint when ``metrics_port`` is set (refused without the client)."""
+    if config.metrics_port == 0:
+        return None
+    from coretsia.supervisor.prometheus import MetricsEndpoint, require_prometheus
 
-    if mode != "otel":
+    require_prometheus()
+    return MetricsEndpoint(config.metrics_host, config.metrics_port)
+
+
+def _telemetry(mode: str, metrics: MetricsEndpoint | None) -> Telemetry:
+    """The supervisor's telemetry: OpenTelemetry for ``otel`` (imported only then), the
+    Prometheus endpoint's meter when it is configured, both when both are."""
+    from coretsia.supervisor.telemetry import NO_TELEMETRY, FanoutMeter, Telemetry
+
+    tracer: Tracer | None = None
+    meters: list[Meter] = [] if metrics is None else [metrics.meter]
+    if mode == "otel":
+        import logging
+
+        from coretsia.guardian.logs import event
+        from coretsia.supervisor.otel import opentelemetry_parts
+
+        parts = opentelemetry_parts("coretsia.supervisor")
+        if parts is None:
+            event("telemetry.unavailable", logging.WARNING)
+        else:
+            tracer = parts[0]
+            meters.insert(0, parts[1])
+    if tracer is None and not meters:
         return NO_TELEMETRY
-    import logging
-
-    from coretsia.guardian.logs import event
-    from coretsia.supervisor.otel import opentelemetry_telemetry
-
-    telemetry = opentelemetry_telemetry("coretsia.supervisor")
-    if telemetry is None:
-        event("telemetry.unavailable", logging.WARNING)
-        return NO_TELEMETRY
-    return telemetry
+    meter = meters[0] if len(meters) == 1 else FanoutMeter(meters) if meters else None
+    return Telemetry(tracer, meter)

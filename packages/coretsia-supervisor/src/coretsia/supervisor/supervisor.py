@@ -30,7 +30,7 @@ import socket
 import sys
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
@@ -92,6 +92,9 @@ from coretsia.worker_protocol.worker_channel import (
     encode_retire,
 )
 
+if TYPE_CHECKING:
+    from coretsia.supervisor.prometheus import MetricsEndpoint
+
 LAUNCHER_MODULE: Final = "coretsia.supervisor.launcher"
 """What every worker runs: ``python -m coretsia.supervisor.launcher``."""
 
@@ -116,9 +119,11 @@ class Supervisor:
         *,
         log_json: bool = False,
         telemetry: Telemetry = NO_TELEMETRY,
+        metrics: MetricsEndpoint | None = None,
     ) -> None:
         self._root = root
         self._telemetry = telemetry
+        self._metrics = metrics
         self._starting = telemetry.process("start")  # ends at running, or failed at shutdown
         self._config = config
         self._spec = spec
@@ -225,6 +230,8 @@ class Supervisor:
         else:
             self._server = await ControlServer.open_tcp(config.tcp_port)
         nursery.start_soon(self._server.serve, self._credential, self, self._telemetry)
+        if self._metrics is not None:
+            self._metrics.open(self._pool)  # under the lock, like the control server
         self._publish_state()
         try:
             self._publish_locator()
@@ -618,6 +625,8 @@ class Supervisor:
         """
         config = self._config
         cleaned = True
+        if self._metrics is not None:
+            self._metrics.close()
         if self._server is not None:
             try:
                 self._server.close()

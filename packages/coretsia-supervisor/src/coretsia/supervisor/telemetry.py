@@ -40,7 +40,7 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
-    from typing import Literal, Protocol
+    from typing import Any, Literal, Protocol
 
     ProcessOperation = Literal["start", "stop", "status"]
     ProcessOutcome = Literal["success", "failure"]
@@ -230,6 +230,47 @@ def _add_one(counter: Counter | None, labels: Mapping[str, str]) -> None:
     try:
         counter.add(1, labels)
     except Exception:  # noqa: BLE001 - observability never changes an outcome
+        pass
+
+
+class FanoutMeter:
+    """One meter that creates each instrument on several (OpenTelemetry and Prometheus)."""
+
+    def __init__(self, meters: list[Meter]) -> None:
+        self._meters = meters
+
+    def create_counter(self, name: str, unit: str = "", description: str = "") -> Counter:
+        return _FanoutCounter([m.create_counter(name, unit, description) for m in self._meters])
+
+    def create_histogram(self, name: str, unit: str = "", description: str = "") -> Histogram:
+        return _FanoutHistogram([m.create_histogram(name, unit, description) for m in self._meters])
+
+
+class _FanoutCounter:
+    def __init__(self, counters: list[Counter]) -> None:
+        self._counters = counters
+
+    def add(self, amount: int, attributes: Mapping[str, str]) -> None:
+        for counter in self._counters:
+            _guarded(counter.add, amount, attributes)
+
+
+class _FanoutHistogram:
+    def __init__(self, histograms: list[Histogram]) -> None:
+        self._histograms = histograms
+
+    def record(self, amount: float, attributes: Mapping[str, str]) -> None:
+        for histogram in self._histograms:
+            _guarded(histogram.record, amount, attributes)
+
+
+def _guarded(
+    record: Callable[[Any, Mapping[str, str]], None], amount: float, labels: Mapping[str, str]
+) -> None:
+    """One sink failing must not keep the others from recording."""
+    try:
+        record(amount, labels)
+    except Exception:  # noqa: BLE001 - observability failures change nothing
         pass
 
 

@@ -1,0 +1,146 @@
+"""The supervisor's optional Prometheus text endpoint (``[worker] metrics_port``).
+
+Off by default. When ``metrics_port`` is set, the supervisor serves its own families in
+Prometheus' text format on ``metrics_host`` (``127.0.0.1`` unless configured: in
+Kubernetes, the pod's IP or ``0.0.0.0`` for the scraper to reach it):
+
+======================  =======  =========================================================
+family                  type     meaning
+======================  =======  =========================================================
+``worker_process_total``  counter  seed 000's ``worker.process_total``, label ``status``
+                                   (``start_success``, ``start_failure``, ``stop_success``,
+                                   ``stop_failure``, ``status_success``, ``status_failure``)
+``worker_slots``          gauge    slots of the pool (task workers and process entries)
+``worker_ready_slots``    gauge    slots whose worker is ready now
+======================  =======  =========================================================
+
+The counter is fed through the same :class:`~coretsia.supervisor.telemetry.Telemetry`
+as OpenTelemetry's (this module provides a meter), so the two can never disagree; the
+gauges read the live pool at scrape time. Nothing else is exposed: no worker index, pid,
+path, port or error reason (seed 000's forbidden labels), and no task families, which
+are produced in the workers (use ``telemetry = "otel"`` for those).
+
+``prometheus_client`` (the ``prometheus`` extra) is imported only when the endpoint is
+configured; its absence is refused at start like a missing driver. The endpoint is bound
+once the guardian holds the lifecycle lock (a second ``start`` never steals the port) and
+closed in the shutdown; its server thread only reads.
+"""
+
+from __future__ import annotations
+
+from coretsia.worker_protocol.catalogue import ConfigRule, Reason
+from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerStartFailedError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
+    from wsgiref.simple_server import WSGIServer
+
+    from prometheus_client import CollectorRegistry, Counter
+    from prometheus_client.core import Metric
+
+    from coretsia.supervisor.pool import Pool
+
+__all__ = ["MetricsEndpoint", "require_prometheus"]
+
+
+def require_prometheus() -> None:
+    """Refuse a configured endpoint without ``prometheus_client``, before anything starts."""
+    try:
+        import prometheus_client  # noqa: F401 - importable is all this checks
+    except ImportError:
+        raise WorkerConfigError("worker.metrics_port", ConfigRule.UNAVAILABLE) from None
+
+
+def _prometheus_name(name: str) -> str:
+    """``worker.process_total`` -> ``worker_process`` (the client adds ``_total``)."""
+    flat = name.replace(".", "_")
+    return flat.removesuffix("_total")
+
+
+class _Counter:
+    """A counter instrument, as telemetry's meter protocol asks, on a Prometheus counter."""
+
+    def __init__(self, registry: CollectorRegistry, name: str, description: str) -> None:
+        self._registry = registry
+        self._name = _prometheus_name(name)
+        self._description = description
+        self._family: Counter | None = None
+        self._labels: tuple[str, ...] = ()
+
+    def add(self, amount: int, attributes: Mapping[str, str]) -> None:
+        family = self._family
+        if family is None:  # label names are known at the first use only
+            from prometheus_client import Counter
+
+            self._labels = tuple(sorted(attributes))
+            family = self._family = Counter(
+                self._name, self._description, self._labels, registry=self._registry
+            )
+        family.labels(*(attributes[label] for label in self._labels)).inc(amount)
+
+
+class _Histogram:
+    """Histograms are the workers' task families: the supervisor records none."""
+
+    def record(self, amount: float, attributes: Mapping[str, str]) -> None:
+        """Not exported here (see the module docstring)."""
+
+
+class _Meter:
+    """The meter that :class:`~coretsia.supervisor.telemetry.Telemetry` records into."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def create_counter(self, name: str, unit: str = "", description: str = "") -> _Counter:
+        return _Counter(self._registry, name, description or name)
+
+    def create_histogram(self, name: str, unit: str = "", description: str = "") -> _Histogram:
+        return _Histogram()
+
+
+class _PoolCollector:
+    """The pool's slot gauges, read at scrape time from the supervisor's live picture."""
+
+    def __init__(self, pool: Pool) -> None:
+        self._pool = pool
+
+    def collect(self) -> Iterator[Metric]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        slots = list(self._pool.slots)  # one snapshot: the event loop may change it
+        yield GaugeMetricFamily("worker_slots", "Worker slots of the pool", value=len(slots))
+        yield GaugeMetricFamily(
+            "worker_ready_slots", "Slots whose worker is ready", value=self._pool.ready_count
+        )
+
+
+class MetricsEndpoint:
+    """The registry, its meter for telemetry, and the HTTP server once :meth:`open`."""
+
+    def __init__(self, host: str, port: int) -> None:
+        from prometheus_client import CollectorRegistry
+
+        self.host = host
+        self.port = port
+        self._registry = CollectorRegistry(auto_describe=True)
+        self.meter = _Meter(self._registry)
+        self._server: WSGIServer | None = None
+
+    def open(self, pool: Pool) -> None:
+        """Serve ``/metrics`` (any path, as the client library does); the pool's gauges too."""
+        from prometheus_client import start_http_server
+
+        self._registry.register(_PoolCollector(pool))
+        try:
+            self._server, _ = start_http_server(self.port, self.host, registry=self._registry)
+        except OSError as exc:  # the port is taken, or the address is not ours
+            raise WorkerStartFailedError(Reason.START_FAILED) from exc
+
+    def close(self) -> None:
+        """Stop serving and release the port; idempotent."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()

@@ -1,0 +1,166 @@
+"""The optional Prometheus endpoint, scraped for real from a real pool (prometheus.py).
+
+A pool with ``metrics_port`` serves ``worker_process_total`` and the slot gauges on
+loopback from the moment the guardian holds the lock until the shutdown; a taken port
+fails the start, a missing ``prometheus_client`` is refused before anything starts, and
+the settings are validated like every key.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pools
+import pytest
+
+from coretsia.supervisor.config import load_config
+from coretsia.supervisor.telemetry import FanoutMeter, Telemetry
+from coretsia.worker_protocol.catalogue import ConfigRule
+from coretsia.worker_protocol.exceptions import WorkerConfigError
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Iterator[Path]:
+    root = tmp_path / "root"
+    root.mkdir()
+    yield root
+    assert pools.wait_gone(root) == []
+
+
+@pytest.fixture
+def port() -> int:
+    """A port nothing listens on now (the kernel's pick, released at once)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def scrape(port: int) -> dict[str, float]:
+    """``name{labels}`` -> value, for every sample line of the endpoint."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            samples[name] = float(value)
+    return samples
+
+
+def test_a_pool_serves_its_families_until_it_stops(root: Path, port: int) -> None:
+    pools.write_root(root, workers=2, metrics_port=port)
+    supervisor = pools.Supervisor(root)
+    supervisor.wait_running()
+    samples = scrape(port)
+    assert samples['worker_process_total{status="start_success"}'] == 1.0
+    assert samples["worker_slots"] == 2.0
+    assert samples["worker_ready_slots"] == 2.0
+    assert pools.cli(root, "status").returncode == 0
+    assert scrape(port)['worker_process_total{status="status_success"}'] == 1.0
+    names = {name.split("{")[0] for name in samples}
+    assert names <= {"worker_process_total", "worker_process_created", "worker_slots",
+                     "worker_ready_slots"}  # fmt: skip
+    assert pools.cli(root, "stop").returncode == 0
+    assert supervisor.finish() == 0, supervisor.stderr
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=5):
+        pass  # the port is released with the pool
+
+
+def test_a_taken_port_fails_the_start(root: Path, port: int) -> None:
+    pools.write_root(root, workers=1, metrics_port=port)
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", port))
+        squatter.listen()
+        supervisor = pools.Supervisor(root)
+        assert supervisor.finish() == 1
+    assert supervisor.error == "CORETSIA_WORKER_START_FAILED: worker-start-failed"
+    assert not pools.lock_held(root)
+
+
+def test_without_prometheus_client_the_start_is_refused(root: Path, tmp_path: Path) -> None:
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "prometheus_client.py").write_text('raise ImportError("not installed")\n')
+    pools.write_root(root, workers=1, metrics_port=9464)
+    result = subprocess.run(
+        [*pools.SUPERVISOR, "start", "--root", str(root)],
+        env={**os.environ, "PYTHONPATH": str(shim)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 6
+    assert result.stderr.strip() == (
+        "CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid "
+        "(key worker.metrics_port, rule unavailable)"
+    )
+    assert not (root / "var/generations").exists()
+
+
+@pytest.mark.parametrize(
+    ("line", "rule"),
+    [
+        ('metrics_host = "localhost"', ConfigRule.NOT_ONE_OF),
+        ('metrics_host = "127.0.0.1:9464"', ConfigRule.NOT_ONE_OF),
+        ("metrics_host = 1", ConfigRule.WRONG_TYPE),
+        ("metrics_port = 65536", ConfigRule.OUT_OF_RANGE),
+        ('metrics_port = "9464"', ConfigRule.WRONG_TYPE),
+    ],
+)
+def test_settings_are_validated(tmp_path: Path, line: str, rule: ConfigRule) -> None:
+    (tmp_path / "coretsia.toml").write_text(f"[worker]\n{line}\n")
+    with pytest.raises(WorkerConfigError) as info:
+        load_config(tmp_path)
+    assert info.value.rule is rule
+    assert info.value.key == f"worker.{line.split()[0]}"
+
+
+def test_any_ip_address_may_be_configured(tmp_path: Path) -> None:
+    for host in ("0.0.0.0", "10.1.2.3", "::1"):
+        (tmp_path / "coretsia.toml").write_text(f'[worker]\nmetrics_host = "{host}"\n')
+        assert load_config(tmp_path).metrics_host == host
+    assert load_config(tmp_path / "missing").metrics_port == 0  # off by default
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.added: list[tuple[int, dict[str, str]]] = []
+
+    def add(self, amount: int, attributes: dict[str, str]) -> None:
+        self.added.append((amount, dict(attributes)))
+
+    def record(self, amount: float, attributes: dict[str, str]) -> None:
+        self.added.append((int(amount), dict(attributes)))
+
+
+class _Broken:
+    def add(self, amount: int, attributes: dict[str, str]) -> None:
+        raise RuntimeError("exporter down")
+
+    def record(self, amount: float, attributes: dict[str, str]) -> None:
+        raise RuntimeError("exporter down")
+
+
+class _Meter:
+    def __init__(self, instrument: object) -> None:
+        self.instrument = instrument
+
+    def create_counter(self, name: str, unit: str = "", description: str = "") -> object:
+        return self.instrument
+
+    def create_histogram(self, name: str, unit: str = "", description: str = "") -> object:
+        return self.instrument
+
+
+def test_one_failing_sink_does_not_keep_the_other_from_recording() -> None:
+    recorder = _Recorder()
+    meter = FanoutMeter([_Meter(_Broken()), _Meter(recorder)])  # type: ignore[list-item]
+    telemetry = Telemetry(meter=meter)
+    telemetry.process("status").finish("success")
+    assert recorder.added == [(1, {"status": "status_success"})]
