@@ -79,7 +79,10 @@ def pinger(pool, worker_id):
             seen["replies"].append(reply)
             # Its worker returns after answering: wait for it to end, or a datagram sent
             # to its socket in the meantime dies with it (unixsock's documented loss).
-            select.select([os.pidfd_open(int(reply.split(":")[0]))], [], [], 20)
+            try:
+                select.select([os.pidfd_open(int(reply.split(":")[0]))], [], [], 20)
+            except ProcessLookupError:
+                pass  # already gone
         seen["empty"] = pool.receive_message(timeout=0.05)
         for bad in ((1, b"x" * 8193, MessageTooLargeError), (2, b"", ProcessArgumentError)):
             try:
