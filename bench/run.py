@@ -655,7 +655,7 @@ def _launcher_once(root: Path) -> tuple[float, float, float]:
     stop_read, stop_write = os.pipe()
     env = {**os.environ, "CORETSIA_WORKER_PARENT_PID": str(os.getpid())}
     argv = [
-        PYTHON, "-m", "coretsia.supervisor.launcher",
+        PYTHON, "-c", "from coretsia.supervisor.launcher import main; main()",
         "--coretsia-worker-artifact-root=var/generations", "--coretsia-worker-slot=0",
         f"--coretsia-worker-channel-fd={theirs.fileno()}", f"--coretsia-worker-stop-fd={stop_read}",
     ]  # fmt: skip

@@ -695,8 +695,10 @@ def test_boot_path_imports_nothing_heavy(root: Path) -> None:
     heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert heavy == []
     # Slow standard modules too: OpenSSL through hashlib (the built-in SHA-256 digests
-    # the generation), and dataclasses with inspect.
-    assert modules & {"hashlib", "_hashlib", "dataclasses", "inspect"} == set()
+    # the generation), dataclasses with inspect, and socket with selectors (the channel
+    # is a C-level _socket.socket).
+    banned = {"hashlib", "_hashlib", "dataclasses", "inspect", "socket", "selectors"}
+    assert modules & banned == set()
 
 
 def _read_line(stream: object, timeout: float) -> bytes:

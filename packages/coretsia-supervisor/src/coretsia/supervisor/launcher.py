@@ -11,7 +11,7 @@ without a frame when the entry raised: the supervisor replaces it). Every spawn 
 fresh interpreter, recycled and replaced ones included.
 
 Interpreter start-up dominates pool start and recycle, so this module imports only
-:mod:`os` and :mod:`sys` at load time; everything else (``ctypes``, ``socket``,
+:mod:`os` and :mod:`sys` at load time; everything else (``ctypes``, ``_socket``,
 ``select``, the protocol frames, :mod:`coretsia.supervisor.generation`) is imported
 inside the functions that need it, after the parent-death watch is armed. It never
 imports trio, attrs, cattrs or psutil (a test checks this with ``-X importtime``). With
@@ -88,7 +88,7 @@ from coretsia.worker_protocol.parent_watch import arm_parent_death, is_decimal, 
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    import socket
+    import _socket
     from collections.abc import Mapping
 
     from coretsia.supervisor.stop_signal import StopSignal
@@ -106,6 +106,11 @@ FORBIDDEN_ARGS = ("module-manifest", "config", "container")
 def main() -> None:
     """Run one worker; exits with 0, 1 or 2 (see the module docstring)."""
     armed = arm_parent_death()  # first: the parent may die at any moment from now on
+    # ``python -c``, ``-m`` or a console script put the working directory (or a script's
+    # directory) first on sys.path. The application's import path is app_path, whatever
+    # way the spawner started us, so drop that entry unless -P/-I kept it from being added.
+    if not (getattr(sys.flags, "safe_path", False) or sys.flags.isolated) and sys.path:
+        del sys.path[0]
     _check_parent()
     code = _run(sys.argv[1:], armed=armed)
     if code == 0:
@@ -185,20 +190,25 @@ def _project_root(artifact_root: str) -> str:
     return root
 
 
-def _open_channel(fd: int) -> socket.socket:
-    """Adopt the inherited channel; anything but a stream UNIX socket is ``_Exit(2)``."""
-    import socket
+def _open_channel(fd: int) -> _socket.socket:
+    """Adopt the inherited channel; anything but a stream UNIX socket is ``_Exit(2)``.
+
+    The C-level ``_socket`` type, not :mod:`socket`: a worker needs no more than
+    ``sendall`` and ``recv``, and :mod:`socket` with :mod:`selectors` is about 0.5 MiB
+    of every worker's memory.
+    """
+    import _socket
 
     try:
-        channel = socket.socket(fileno=fd)
+        channel = _socket.socket(fileno=fd)  # family and type read from the descriptor
     except OSError:
         raise _Exit(EXIT_CONTRACT) from None
-    family = getattr(socket, "AF_UNIX", None)
-    if channel.family != family or channel.type != socket.SOCK_STREAM:
+    family = getattr(_socket, "AF_UNIX", None)
+    if channel.family != family or channel.type != _socket.SOCK_STREAM:
         channel.close()
         raise _Exit(EXIT_CONTRACT)
     channel.settimeout(None)  # blocking: frames are tiny and the peer reads them
-    channel.set_inheritable(inheritable=False)
+    os.set_inheritable(fd, False)  # noqa: FBT003 - positional-only
     return channel
 
 
@@ -217,11 +227,11 @@ def _adopt_stop_fd(fd: int) -> None:
 class _Reporter:
     """Sends frames on the channel, never failing: a closed channel means nobody listens."""
 
-    def __init__(self, channel: socket.socket) -> None:
-        import socket
+    def __init__(self, channel: _socket.socket) -> None:
+        import _socket
 
         self.channel = channel
-        self.flags: int = getattr(socket, "MSG_NOSIGNAL", 0)
+        self.flags: int = getattr(_socket, "MSG_NOSIGNAL", 0)
         self.ready = False
         self.debug = False
 
@@ -332,7 +342,7 @@ def _serve(
 
     if not armed:  # no parent-death watch: this worker could outlive its generation
         raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
-    from coretsia.supervisor.process.worker_pool import mark_managed
+    from coretsia.supervisor.worker_loop import mark_managed
 
     mark_managed()  # a worker, of either kind, never starts a pool of its own
     try:
@@ -462,9 +472,4 @@ def _resolve_source(target: object, context: _Context) -> TaskSource:
 
 
 if __name__ == "__main__":
-    # ``python -m`` (or running this file) put the working directory (or this file's
-    # directory) first on sys.path. The application's import path is app_path, whatever
-    # way the spawner started us, so drop that entry unless -P/-I kept it from being added.
-    if not (getattr(sys.flags, "safe_path", False) or sys.flags.isolated) and sys.path:
-        del sys.path[0]
     main()

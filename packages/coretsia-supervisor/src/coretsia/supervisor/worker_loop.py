@@ -39,7 +39,7 @@ from coretsia.supervisor.telemetry import NO_TELEMETRY
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import socket
+    import _socket
     from collections.abc import Callable, Sequence
 
     from coretsia.supervisor.telemetry import Telemetry
@@ -49,6 +49,23 @@ if TYPE_CHECKING:
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_CONTRACT = 2
+
+_managed = False
+
+
+def mark_managed() -> None:
+    """Record that this process is a pool's worker (the launcher does, for every slot).
+
+    Kept here, in a module every worker imports anyway: ``ProcessManager.start`` asks
+    :func:`is_managed` and refuses to nest a pool inside any managed worker.
+    """
+    global _managed
+    _managed = True
+
+
+def is_managed() -> bool:
+    """Whether this process is a managed worker, entry or task worker alike."""
+    return _managed
 
 
 class WorkerExit(Exception):
@@ -148,7 +165,7 @@ class Retirement:
 
     __slots__ = ("_buffer", "_channel", "_requested")
 
-    def __init__(self, channel: socket.socket) -> None:
+    def __init__(self, channel: _socket.socket) -> None:
         self._channel = channel
         self._requested = False
         self._buffer = b""

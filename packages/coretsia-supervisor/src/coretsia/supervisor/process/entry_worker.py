@@ -32,7 +32,7 @@ from coretsia.worker_protocol.worker_channel import Ready
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import socket
+    import _socket
     from collections.abc import Callable
     from types import FrameType
     from typing import Any, Protocol
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from coretsia.worker_protocol.worker_channel import WorkerFrame
 
     class Reporter(Protocol):
-        channel: socket.socket
+        channel: _socket.socket
         ready: bool
 
         def send(self, frame: WorkerFrame) -> None: ...

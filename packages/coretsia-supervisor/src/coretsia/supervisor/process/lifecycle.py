@@ -32,7 +32,8 @@ import threading
 from pathlib import Path
 
 from coretsia.supervisor.process.errors import NestedPoolError, RegistrationClosedError
-from coretsia.supervisor.process.worker_pool import current_pool, is_managed
+from coretsia.supervisor.process.worker_pool import current_pool
+from coretsia.supervisor.worker_loop import is_managed
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import WorkerStartFailedError
 

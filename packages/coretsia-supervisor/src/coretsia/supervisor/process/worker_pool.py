@@ -33,33 +33,21 @@ from coretsia.supervisor.process.errors import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import socket
+    import _socket
 
     from coretsia.supervisor.process.ipc_endpoint import Endpoint
     from coretsia.supervisor.stop_signal import StopSignal
 
-__all__ = ["WorkerPool", "current_pool", "is_managed", "mark_managed"]
+__all__ = ["WorkerPool", "current_pool"]
 
 _MAX_POLL_S = (2**31 - 1) / 1000
 
 _current: WorkerPool | None = None
-_managed = False
 
 
 def current_pool() -> WorkerPool | None:
     """The pool handle of this process if it is a managed entry worker, else None."""
     return _current
-
-
-def mark_managed() -> None:
-    """Record that this process is a worker of a pool (the launcher, for every slot)."""
-    global _managed
-    _managed = True
-
-
-def is_managed() -> bool:
-    """Whether this process is a managed worker, entry or task worker alike."""
-    return _managed
 
 
 class WorkerPool:
@@ -81,7 +69,7 @@ class WorkerPool:
         name: str,
         generation: str,
         stop: StopSignal,
-        channel: socket.socket,
+        channel: _socket.socket,
         endpoint: Endpoint | None = None,
     ) -> None:
         self._worker_id = worker_id
@@ -223,13 +211,13 @@ class WorkerPool:
         if self._shutdown_sent:
             return
         self._shutdown_sent = True
-        import socket
+        import _socket
 
         from coretsia.worker_protocol.worker_channel import ShutdownRequest, encode_worker_frame
 
         try:
             self._channel.sendall(
-                encode_worker_frame(ShutdownRequest()), getattr(socket, "MSG_NOSIGNAL", 0)
+                encode_worker_frame(ShutdownRequest()), getattr(_socket, "MSG_NOSIGNAL", 0)
             )
         except OSError:
             pass  # the supervisor is gone: the pool is stopping anyway
