@@ -18,11 +18,11 @@ contributed ones by entry-point name.
 
 from __future__ import annotations
 
-from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Final
 
 from coretsia.supervisor.config import HOOK_KINDS, PoolConfig
+from coretsia.supervisor.entry_points import EntryPoint, entry_points
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerStartFailedError
 
