@@ -134,6 +134,29 @@ def idle(pool, worker_id):
     while pool.receive_message() is not None:
         pass
 
+def deaf(pool, worker_id):
+    """Never reads its messages: its buffer (socket or queue) fills up."""
+    pool.wait_for_stop(None)
+
+def flooder(pool, worker_id):
+    """Fills worker 0's buffer, then blocks in a send until the pool stops."""
+    from coretsia.supervisor.process import MessageBufferFullError
+
+    sent = 0
+    try:
+        while True:
+            pool.send_message(0, b"x" * 4096, block=False)
+            sent += 1
+    except MessageBufferFullError:
+        pass
+    with open("flooder.log", "w") as log:
+        log.write(f"full after {sent}\\n")
+    try:
+        pool.send_message(0, b"y")  # blocks: nobody makes room
+    except PeerUnavailableError as error:
+        report(blocked_send_ended=type(error).__name__, stopping=pool.stopping)
+    pool.wait_for_stop(30)
+
 def quit_at_once(pool, worker_id):
     pool.shutdown()
     pool.wait_for_stop(30)
@@ -150,6 +173,32 @@ if __name__ == "__main__":
               getattr(getattr(error, "rule", None), "value", ""))
         sys.exit(1)
 '''
+
+
+@pytest.mark.parametrize("ipc_type", ["unixsock", "msgqueue"])
+def test_a_blocked_send_ends_when_the_pool_stops(root: Path, ipc_type: str) -> None:
+    """A send waiting for room never outlives the stop (SIGTERM reaches it too)."""
+    configure(root)
+    proc = subprocess.Popen(
+        [sys.executable, "app.py", ipc_type, "0", "deaf", "flooder"],
+        cwd=root,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = 30.0
+        log = root / "flooder.log"
+        while not log.exists() and deadline > 0:  # no event announces a full buffer
+            select.select([], [], [], 0.01)
+            deadline -= 0.01
+        assert log.exists(), "the flooder never filled the buffer"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert result(root) == {"blocked_send_ended": "PeerUnavailableError", "stopping": True}
 
 
 @pytest.fixture
@@ -350,3 +399,19 @@ class TestKilledSupervisor:
         assert not queue_exists(stale)
         assert not queue_exists(ipc_record(root))
         assert not processes_in(root)
+
+
+def test_a_send_to_a_removed_queue_is_peer_unavailable() -> None:
+    """sysv_ipc reports a removed queue as EINVAL, like a message over msgmax: told apart."""
+    from coretsia.supervisor.process import PeerUnavailableError
+    from coretsia.supervisor.process.ipc_endpoint import QueueEndpoint
+
+    queue = sysv_ipc.MessageQueue(None, sysv_ipc.IPC_CREX, mode=0o600)
+    endpoint = QueueEndpoint(queue.key, queue.id, 0, 1)
+    try:
+        endpoint.send(0, b"before")
+        assert endpoint._queue.current_messages == 1
+    finally:
+        queue.remove()
+    with pytest.raises(PeerUnavailableError):
+        endpoint.send(0, b"after")

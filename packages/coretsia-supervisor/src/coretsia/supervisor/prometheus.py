@@ -15,21 +15,29 @@ family                  type     meaning
 ======================  =======  =========================================================
 
 The counter is fed through the same :class:`~coretsia.supervisor.telemetry.Telemetry`
-as OpenTelemetry's (this module provides a meter), so the two can never disagree; the
-gauges read the live pool at scrape time. Nothing else is exposed: no worker index, pid,
-path, port or error reason (seed 000's forbidden labels), and no task families, which
-are produced in the workers (use ``telemetry = "otel"`` for those).
+as OpenTelemetry's (this module provides a meter), so the two can never disagree; a
+``status`` series appears at its first count, and ``prometheus_client`` adds its usual
+``worker_process_created`` timestamps. The gauges read the live pool at scrape time.
+Nothing else is exposed: no worker index, pid, path, port or error reason (seed 000's
+forbidden labels), and no task families, which are produced in the workers (use
+``telemetry = "otel"`` for those).
 
 ``prometheus_client`` (the ``prometheus`` extra) is imported only when the endpoint is
 configured; its absence is refused at start like a missing driver. The endpoint is bound
 once the guardian holds the lifecycle lock (a second ``start`` never steals the port) and
-closed in the shutdown; its server thread only reads.
+closed in the shutdown. A port that cannot be bound is an observability failure, which
+seed 000 says changes no lifecycle: the pool runs without the endpoint and logs
+``metrics.unavailable``. The server answers from its own threads (one per connection,
+each bounded by a timeout), never binds through a name lookup, and stops within 50 ms.
 """
 
 from __future__ import annotations
 
-from coretsia.worker_protocol.catalogue import ConfigRule, Reason
-from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerStartFailedError
+import logging
+
+from coretsia.guardian.logs import event
+from coretsia.worker_protocol.catalogue import ConfigRule
+from coretsia.worker_protocol.exceptions import WorkerConfigError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -42,6 +50,11 @@ if TYPE_CHECKING:
     from coretsia.supervisor.pool import Pool
 
 __all__ = ["MetricsEndpoint", "require_prometheus"]
+
+_POLL_S = 0.05
+"""How often the server loop looks for a shutdown: the bound on :meth:`close`."""
+_CONNECTION_TIMEOUT_S = 10.0
+"""An idle scraper connection is dropped after this, so it cannot pin a thread."""
 
 
 def require_prometheus() -> None:
@@ -129,18 +142,60 @@ class MetricsEndpoint:
         self._server: WSGIServer | None = None
 
     def open(self, pool: Pool) -> None:
-        """Serve ``/metrics`` (any path, as the client library does); the pool's gauges too."""
-        from prometheus_client import start_http_server
+        """Serve ``/metrics`` (any path, as the client library does); the pool's gauges too.
+
+        A port that cannot be bound leaves the pool without the endpoint, never failed.
+        """
+        import threading
+
+        from prometheus_client import make_wsgi_app
 
         self._registry.register(_PoolCollector(pool))
         try:
-            self._server, _ = start_http_server(self.port, self.host, registry=self._registry)
-        except OSError as exc:  # the port is taken, or the address is not ours
-            raise WorkerStartFailedError(Reason.START_FAILED) from exc
+            server = _server(self.host, self.port, make_wsgi_app(self._registry))
+        except OSError:  # the port is taken, or the address is not this machine's
+            event("metrics.unavailable", logging.WARNING)
+            return
+        self._server = server
+        threading.Thread(
+            target=server.serve_forever, args=(_POLL_S,), name="coretsia-metrics", daemon=True
+        ).start()
 
     def close(self) -> None:
         """Stop serving and release the port; idempotent."""
         server, self._server = self._server, None
         if server is not None:
-            server.shutdown()
+            server.shutdown()  # returns within _POLL_S
             server.server_close()
+
+
+def _server(host: str, port: int, app: object) -> WSGIServer:
+    """A threading WSGI server bound to ``host:port`` without a name lookup."""
+    import ipaddress
+    import socket
+    import socketserver
+    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
+
+    class Handler(WSGIRequestHandler):
+        timeout = _CONNECTION_TIMEOUT_S
+
+        def log_message(self, format: str, *args: object) -> None:
+            """Silent: a scrape is not an event, and the request line is not ours to log."""
+
+    class Server(socketserver.ThreadingMixIn, WSGIServer):
+        daemon_threads = True
+        address_family = (
+            socket.AF_INET6 if ipaddress.ip_address(host).version == 6 else socket.AF_INET
+        )
+
+        def server_bind(self) -> None:
+            # HTTPServer.server_bind resolves the host's FQDN (a DNS query on the event
+            # loop's thread); the WSGI environ only needs a name, so use the address.
+            socketserver.TCPServer.server_bind(self)
+            self.server_name = host
+            self.server_port = port
+            self.setup_environ()
+
+    server = Server((host, port), Handler)
+    server.set_app(app)  # type: ignore[arg-type]
+    return server

@@ -40,7 +40,9 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
-    from typing import Any, Literal, Protocol
+    from typing import Any, Literal, Protocol, TypeVar
+
+    _I = TypeVar("_I")
 
     ProcessOperation = Literal["start", "stop", "status"]
     ProcessOutcome = Literal["success", "failure"]
@@ -240,10 +242,12 @@ class FanoutMeter:
         self._meters = meters
 
     def create_counter(self, name: str, unit: str = "", description: str = "") -> Counter:
-        return _FanoutCounter([m.create_counter(name, unit, description) for m in self._meters])
+        counters = [_created(m.create_counter, name, unit, description) for m in self._meters]
+        return _FanoutCounter([c for c in counters if c is not None])
 
     def create_histogram(self, name: str, unit: str = "", description: str = "") -> Histogram:
-        return _FanoutHistogram([m.create_histogram(name, unit, description) for m in self._meters])
+        histograms = [_created(m.create_histogram, name, unit, description) for m in self._meters]
+        return _FanoutHistogram([h for h in histograms if h is not None])
 
 
 class _FanoutCounter:
@@ -262,6 +266,16 @@ class _FanoutHistogram:
     def record(self, amount: float, attributes: Mapping[str, str]) -> None:
         for histogram in self._histograms:
             _guarded(histogram.record, amount, attributes)
+
+
+def _created(
+    create: Callable[[str, str, str], _I], name: str, unit: str, description: str
+) -> _I | None:
+    """One meter that cannot create an instrument leaves the others theirs."""
+    try:
+        return create(name, unit, description)
+    except Exception:  # noqa: BLE001 - observability failures change nothing
+        return None
 
 
 def _guarded(

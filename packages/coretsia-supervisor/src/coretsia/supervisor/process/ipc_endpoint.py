@@ -55,6 +55,9 @@ MAX_MESSAGE_BYTES = 8192
 """The largest message, in every mode: Linux's default ``msgmax``, far below a datagram's
 limit, so an application can switch modes without meeting a new bound."""
 
+_DROP_BYTES = 1 << 20
+"""Enough for any System V message (Linux caps ``msgmax`` far below)."""
+
 _SUN_PATH_MAX = 103
 """The longest ``AF_UNIX`` path every POSIX system takes (macOS: 104 bytes with the NUL)."""
 
@@ -109,10 +112,10 @@ class UnixEndpoint:
     def _address(self, worker_id: int) -> str:
         return os.path.join(self._base, str(worker_id))
 
-    def send(self, worker_id: int, data: bytes, block: bool) -> None:
-        """Send one datagram; a full receiver makes a blocking send wait (Linux)."""
+    def send(self, worker_id: int, data: bytes) -> None:
+        """Send one datagram now, or raise (the pool object retries a full receiver)."""
         try:
-            self._sock.sendto(data, 0 if block else self._flags, self._address(worker_id))
+            self._sock.sendto(data, self._flags, self._address(worker_id))
         except (FileNotFoundError, ConnectionRefusedError):
             raise PeerUnavailableError from None
         except BlockingIOError:
@@ -144,7 +147,18 @@ class QueueEndpoint:
     """The pool's System V queue, message type = worker id + 1 (module docstring)."""
 
     ipc_type = IPC_MSGQUEUE
-    __slots__ = ("_queue", "_read", "_reader", "_slot", "_taken", "_type", "_write", "workers")
+    __slots__ = (
+        "_key",
+        "_lock",
+        "_queue",
+        "_read",
+        "_reader",
+        "_slot",
+        "_taken",
+        "_type",
+        "_write",
+        "workers",
+    )
 
     def __init__(self, key: int, msqid: int, worker_id: int, workers: int) -> None:
         import sysv_ipc
@@ -153,6 +167,10 @@ class QueueEndpoint:
         if queue.id != msqid:
             raise LookupError("ipc")  # the key now names another queue: not this pool's
         self._queue: sysv_ipc.MessageQueue = queue
+        self._key = key
+        import threading
+
+        self._lock = threading.Lock()  # two threads' first receive start one reader
         self._type = worker_id + 1
         self.workers = workers
         self._read, self._write = os.pipe()
@@ -161,34 +179,34 @@ class QueueEndpoint:
         self._taken: threading.Event | None = None
         self._reader: threading.Thread | None = None
 
-    def send(self, worker_id: int, data: bytes, block: bool) -> None:
-        """Put one message on the queue; a full queue makes a blocking send wait."""
+    def send(self, worker_id: int, data: bytes) -> None:
+        """Put one message on the queue now, or raise (the pool object retries a full one)."""
         import sysv_ipc
 
-        while True:
-            try:
-                self._queue.send(data, block=block, type=worker_id + 1)
-                return
-            except sysv_ipc.BusyError:
-                raise MessageBufferFullError from None
-            except sysv_ipc.ExistentialError:
-                raise PeerUnavailableError from None  # the queue is gone: the pool ended
-            except sysv_ipc.Error as error:
-                if type(error) is not sysv_ipc.Error:
-                    raise
-                # "Signaled while waiting" (EINTR): loop, as PEP 475 does; going round
-                # runs the signal's Python handler first (SIGTERM ends the entry there).
-            except OSError as error:
-                import errno
+        try:
+            self._queue.send(data, block=False, type=worker_id + 1)
+        except sysv_ipc.BusyError:
+            raise MessageBufferFullError from None
+        except sysv_ipc.ExistentialError:
+            raise PeerUnavailableError from None  # the queue is gone: the pool ended
+        except OSError as error:
+            import errno
 
-                if error.errno == errno.EINVAL:  # a system msgmax below our bound
-                    raise MessageTooLargeError from None
+            if error.errno != errno.EINVAL:
                 raise
+            # EINVAL is both "the queue was removed" and "longer than the system's
+            # msgmax" (below our bound on some systems): ask the queue which.
+            try:
+                self._queue.current_messages  # noqa: B018 - raises once the queue is gone
+            except sysv_ipc.ExistentialError:
+                raise PeerUnavailableError from None
+            raise MessageTooLargeError from None
 
     def wait_fd(self) -> int:
         """The hand-over pipe; the first call starts the reader thread."""
-        if self._reader is None:
-            self._start_reader()
+        with self._lock:
+            if self._reader is None:
+                self._start_reader()
         return self._read
 
     def take(self) -> bytes | None:
@@ -231,10 +249,27 @@ class QueueEndpoint:
                 # Removed at the end of the generation (EINTR cannot happen with every
                 # signal blocked): from now on a receiver sees only the stop.
                 return
+            except OSError:
+                # E2BIG: a message above our bound, put there by another program of the
+                # same user; it would stop every later worker of this slot, so drop it.
+                if self._drop_oversized():
+                    continue
+                return
             self._taken.clear()
             self._slot = message
             os.write(self._write, b"\0")
             self._taken.wait()
+
+    def _drop_oversized(self) -> bool:
+        """Take this slot's next message off the queue whatever its size; False if not."""
+        import sysv_ipc
+
+        try:
+            unbounded = sysv_ipc.MessageQueue(self._key, max_message_size=_DROP_BYTES)
+            unbounded.receive(block=False, type=self._type)
+        except (sysv_ipc.Error, OSError):
+            return False
+        return True
 
 
 Endpoint = UnixEndpoint | QueueEndpoint

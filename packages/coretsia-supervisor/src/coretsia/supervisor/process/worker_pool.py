@@ -27,7 +27,9 @@ import sys
 
 from coretsia.supervisor.process.errors import (
     IpcUnavailableError,
+    MessageBufferFullError,
     MessageTooLargeError,
+    PeerUnavailableError,
     ProcessArgumentError,
 )
 
@@ -41,6 +43,9 @@ if TYPE_CHECKING:
 __all__ = ["WorkerPool", "current_pool"]
 
 _MAX_POLL_S = (2**31 - 1) / 1000
+
+_FIRST_PAUSE_S = 0.001
+_LAST_PAUSE_S = 0.05
 
 _current: WorkerPool | None = None
 
@@ -138,7 +143,10 @@ class WorkerPool:
         delivered whole or not at all, and messages from one sender to one receiver
         arrive in order. ``block=False`` raises :class:`MessageBufferFullError` instead
         of waiting when the receiving buffer is full (the receiver's socket, or the
-        pool's queue). In ``unixsock`` mode a receiver without an endpoint at the moment
+        pool's queue). A blocking send waits for room, but never past the pool's stop:
+        once it is stopping, a send still waiting raises :class:`PeerUnavailableError`
+        (so SIGTERM and the cooperative stop reach an entry stuck here, async ones
+        included). In ``unixsock`` mode a receiver without an endpoint at the moment
         (starting, being replaced) raises :class:`PeerUnavailableError`; in ``msgqueue``
         mode its messages wait in the queue for it.
         """
@@ -151,7 +159,22 @@ class WorkerPool:
 
         if len(data) > MAX_MESSAGE_BYTES:
             raise MessageTooLargeError
-        endpoint.send(worker_id, bytes(data), block)
+        message = bytes(data)
+        pause = _FIRST_PAUSE_S
+        while True:
+            try:
+                endpoint.send(worker_id, message)
+            except MessageBufferFullError:
+                if not block:
+                    raise
+            else:
+                return
+            # Neither a socket nor a queue can tell when the receiver made room, so a
+            # full one is retried, with a pause that grows to 50 ms, and the stop pipe
+            # ends the wait: the process never sleeps where a stop cannot reach it.
+            if self._stop.wait(pause):
+                raise PeerUnavailableError("the pool is stopping")
+            pause = min(pause * 2, _LAST_PAUSE_S)
 
     def receive_message(self, timeout: float | None = None) -> bytes | None:
         """The next message sent to this worker; None after ``timeout`` or once stopping.
@@ -159,13 +182,16 @@ class WorkerPool:
         Blocks (on the endpoint and the stop pipe together, no polling) until a message
         arrives, ``timeout`` seconds pass, or the pool starts stopping, so an entry can
         serve with ``while (message := pool.receive_message()) is not None: ...``.
-        Messages already waiting are returned first, even while stopping.
+        A message already waiting is returned first, even while stopping (``unixsock``:
+        every datagram in the socket; ``msgqueue``: the one the reader already took).
         """
         endpoint = self._messages()
         import select
         import time
 
-        deadline = None if timeout is None else time.monotonic() + max(timeout, 0.0)
+        if timeout is not None and not timeout >= 0:  # negative, or NaN
+            timeout = 0.0
+        deadline = None if timeout is None else time.monotonic() + timeout
         poller = select.poll()
         poller.register(endpoint.wait_fd(), select.POLLIN)
         poller.register(self._stop.fileno(), select.POLLIN)
@@ -178,8 +204,10 @@ class WorkerPool:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return None
-            # Rounded up, so that a wake-up is never early; None (block) past poll's range.
-            poller.poll(None if left is None or left > _MAX_POLL_S else -int(-left * 1000 // 1))
+            # Rounded up, so that a wake-up is never early; a wait past poll's range is
+            # done in steps (the loop checks the deadline again).
+            step = None if left is None else min(left, _MAX_POLL_S)
+            poller.poll(None if step is None else -int(-step * 1000 // 1))
 
     async def receive_message_async(self) -> bytes | None:
         """:meth:`receive_message` for an async entry (asyncio or trio), without a timeout.
@@ -235,8 +263,10 @@ async def _wait_readable(*fds: int) -> None:
     """
     import os
 
-    duplicates = [os.dup(fd) for fd in fds]  # non-inheritable, like every os.dup
+    duplicates: list[int] = []
     try:
+        for fd in fds:
+            duplicates.append(os.dup(fd))  # noqa: PERF401 - one at a time: each is closed
         await _wait_any(duplicates)
     finally:
         for fd in duplicates:
@@ -269,10 +299,10 @@ async def _wait_any(fds: list[int]) -> None:
         if not readable.done():
             readable.set_result(None)
 
-    for fd in fds:
-        loop.add_reader(fd, wake)
     try:
+        for fd in fds:
+            loop.add_reader(fd, wake)
         await readable
     finally:
         for fd in fds:
-            loop.remove_reader(fd)
+            loop.remove_reader(fd)  # False for one never added: harmless
