@@ -180,10 +180,16 @@ class TestFailuresChangeNothing:
             {"operation": "stop", "outcome": "failure"}
         ]
 
-    def test_no_telemetry_records_nothing(self) -> None:
-        """The default of every runtime class: begin and finish do nothing."""
+    def test_no_telemetry_records_nothing(self, pipeline: Pipeline) -> None:
+        """The default of every runtime class: it holds no tracer or meter to record into,
+        and recording through it leaves even a configured pipeline empty."""
+        assert NO_TELEMETRY._tracer is None
+        assert (NO_TELEMETRY._process_total, NO_TELEMETRY._task_total) == (None, None)
         NO_TELEMETRY.process("status").finish("success")
         NO_TELEMETRY.task("queue").finish("completed")
+        _, _, recorded = pipeline
+        assert recorded.span_attributes("worker.process") == []
+        assert recorded.span_attributes("worker.task") == []
 
 
 def test_every_label_and_attribute_is_allowed(pipeline: Pipeline) -> None:
