@@ -182,10 +182,14 @@ def test_a_blocked_send_ends_when_the_pool_stops(root: Path, ipc_type: str) -> N
     proc = subprocess.Popen(
         [sys.executable, "app.py", ipc_type, "0", "deaf", "flooder"],
         cwd=root,
-        stdout=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
     try:
+        # SIGTERM while starting would be an operator's cancel: wait for running first.
+        assert proc.stdout is not None
+        assert select.select([proc.stdout], [], [], 30)[0], "the pool did not start"
+        assert proc.stdout.readline().startswith(b"running:")
         deadline = 30.0
         log = root / "flooder.log"
         while not log.exists() and deadline > 0:  # no event announces a full buffer
@@ -198,6 +202,8 @@ def test_a_blocked_send_ends_when_the_pool_stops(root: Path, ipc_type: str) -> N
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
     assert result(root) == {"blocked_send_ended": "PeerUnavailableError", "stopping": True}
 
 
