@@ -124,12 +124,11 @@ def test_returning_entries_are_replaced_and_a_worker_stops_the_pool(root: Path) 
     assert script.stdout.splitlines()[0] == f"before {state}"
     assert f"after {state}" in script.stdout.splitlines()
     assert len(events(root, "returner")) >= 4
-    # The respawn interval (100 ms by default) paces every spawn of one slot. The log
-    # stamps are taken after the spawn request is sent (and kept to the millisecond), so
-    # two of them may stand a few milliseconds closer than the spawns themselves.
+    # The respawn interval (100 ms by default) paces every spawn of one slot; the log
+    # stamps are the spawn requests', kept to the millisecond.
     gaps = spawn_gaps(script, 1)
     assert len(gaps) >= 3
-    assert min(gaps) >= 0.09, gaps
+    assert min(gaps) >= 0.098, gaps
     assert events(root, "steady-stop") == [["steady-stop", "0", "True"]]
     replaced = logged(script, "worker.replaced")
     assert len(replaced) >= 3
@@ -304,4 +303,4 @@ def test_backoff_doubles_the_delay_up_to_its_cap(root: Path) -> None:
     assert len(gaps) >= 3
     # 50 ms x 2, x 4, x 8 = 400 (the cap), between two spawns of the slot.
     for gap, least in zip(gaps, (0.1, 0.2, 0.4, 0.4), strict=False):
-        assert gap >= least - 0.01, gaps
+        assert gap >= least - 0.002, gaps

@@ -290,11 +290,11 @@ class Supervisor:
         slot.spawned_at = trio.current_time()
         slot.ready_at = None
         slot.channel_closed = trio.Event()
+        event("worker.spawned", slot=slot.index)  # stamped with spawned_at: the request
         try:
             await self._link.send(Spawn(slot=slot.index, argv=self._argv(slot)), (theirs.fileno(),))
         finally:
             theirs.close()
-        event("worker.spawned", slot=slot.index)
         slot.channel = trio.socket.from_stdlib_socket(ours)
         self._nursery.start_soon(self._read_worker, slot, slot.channel)
 
