@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from coretsia.worker_protocol.task_source import TaskSourceContext
 
 
-class _Task:
+class NoopTask:
+    """A task that does nothing; also the no-op task of ``run.py``'s S7 loop."""
+
     __slots__ = ()
 
     def run(self) -> object:
@@ -34,7 +36,7 @@ class _Task:
         pass
 
 
-_TASK = _Task()
+_TASK = NoopTask()
 
 
 class IdleSource:
@@ -46,7 +48,7 @@ class IdleSource:
     def assert_ready(self) -> None:
         pass
 
-    def receive(self) -> _Task | None:
+    def receive(self) -> NoopTask | None:
         self.context.wait_for_stop(None)
         return None
 
@@ -74,7 +76,7 @@ class LoggedSource(IdleSource):
         atexit.register(_log, "exit", slot)
         _log("ready", slot)
 
-    def receive(self) -> _Task | None:
+    def receive(self) -> NoopTask | None:
         if self.context.stopping:
             return None
         return _TASK

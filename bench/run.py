@@ -61,6 +61,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from bench_app import NoopTask  # beside this script: the pools' application
 
 from coretsia.worker_protocol import lock
 from coretsia.worker_protocol.client import ControlClient
@@ -814,31 +815,18 @@ def scenario_control(results: Results, runs: int, processes: int = 15) -> None:
     log(f"S6: status {status_runs}, python -c pass {bare_runs}, client {client_runs}")
 
 
-class _NoopTask:
-    __slots__ = ()
-
-    def run(self) -> object:
-        return None
-
-    def complete(self, result: object) -> None:
-        pass
-
-    def fail(self, error: BaseException) -> None:
-        pass
-
-
 class _MemorySource:
     """Hands out the same no-op task ``count`` times, then requests the stop and ends."""
 
     def __init__(self, count: int, stop: Callable[[], None]) -> None:
         self.left = count
-        self.task = _NoopTask()
+        self.task = NoopTask()
         self.stop = stop
 
     def assert_ready(self) -> None:
         pass
 
-    def receive(self) -> _NoopTask | None:
+    def receive(self) -> NoopTask | None:
         if self.left:
             self.left -= 1
             return self.task
@@ -853,7 +841,7 @@ def scenario_task_loop(results: Results, runs: int, count: int = 200_000) -> Non
     from coretsia.supervisor.worker_loop import Hooks, Retirement, run_unit, work
 
     hooks = Hooks()
-    task = _NoopTask()
+    task = NoopTask()
 
     def bare() -> float:
         run = task.run

@@ -11,12 +11,11 @@ from __future__ import annotations
 import secrets
 import socket
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import trio
-from telemetry_memory import Pipeline, in_memory
+from telemetry_memory import Pipeline
 
 from coretsia.supervisor.control_server import ControlServer
 from coretsia.supervisor.pool import Pool, Slot
@@ -56,14 +55,6 @@ class Handler:
 
     def subscribe_stop(self) -> trio.MemoryReceiveChannel[ControlResponse]:
         raise AssertionError("not used here")
-
-
-@pytest.fixture
-def pipeline() -> Iterator[Pipeline]:
-    tracer_provider, meter_provider, recorded = in_memory()
-    yield tracer_provider, meter_provider, recorded
-    tracer_provider.shutdown()
-    meter_provider.shutdown()
 
 
 async def _ask(

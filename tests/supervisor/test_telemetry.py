@@ -7,10 +7,10 @@ real objects that raise, injected exactly where the real ones would be.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 
 import pytest
-from telemetry_memory import Pipeline, Recorded, in_memory
+from telemetry_memory import Pipeline, Recorded
 
 from coretsia.supervisor.telemetry import (
     NO_TELEMETRY,
@@ -33,14 +33,6 @@ FORBIDDEN_LABELS = {
     "worker_id", "pid", "path", "socket", "endpoint", "payload", "exception_class",
     "error_reason", "worker_index", "child_generation", "exit_code", "signal",
 }  # fmt: skip
-
-
-@pytest.fixture
-def pipeline() -> Iterator[Pipeline]:
-    tracer_provider, meter_provider, recorded = in_memory()
-    yield tracer_provider, meter_provider, recorded
-    tracer_provider.shutdown()
-    meter_provider.shutdown()
 
 
 def make(

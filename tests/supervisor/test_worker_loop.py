@@ -3,47 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from unit_recorder import Recorder, run_recorded
 
 from coretsia.supervisor.worker_loop import Hooks, WorkerExit, run_unit
 from coretsia.worker_protocol.catalogue import Reason
-
-
-class Recorder:
-    """A task and hooks that log their calls and fail where told."""
-
-    def __init__(self, fail_at: str = "") -> None:
-        self.calls: list[str] = []
-        self.fail_at = fail_at
-
-    def _step(self, name: str) -> None:
-        self.calls.append(name)
-        if name == self.fail_at:
-            raise ValueError(name)
-
-    def hook(self, name: str):  # type: ignore[no-untyped-def]
-        return lambda: self._step(name)
-
-    def hooks(self) -> Hooks:
-        return Hooks([self.hook("before")], [self.hook("after")], [self.hook("reset")])
-
-    def run(self) -> object:
-        self._step("run")
-        return 42
-
-    def complete(self, result: object) -> None:
-        self._step(f"complete {result}")
-
-    def fail(self, error: BaseException) -> None:
-        self._step(f"fail {error}")
-
-
-def _unit(fail_at: str) -> tuple[list[str], Reason | None]:
-    task = Recorder(fail_at)
-    try:
-        run_unit(task, task.hooks())
-    except WorkerExit as leaving:
-        return task.calls, leaving.reason
-    return task.calls, None
 
 
 @pytest.mark.parametrize(
@@ -64,7 +27,7 @@ def _unit(fail_at: str) -> tuple[list[str], Reason | None]:
 )
 def test_precedence_table(fail_at: str, calls: list[str], reason: Reason | None) -> None:
     """Each failure point leads to exactly the table's settlement and outcome."""
-    assert _unit(fail_at) == (calls, reason)
+    assert run_recorded(fail_at) == (calls, reason)
 
 
 def test_failing_fail_is_a_settlement_failure() -> None:
@@ -83,6 +46,6 @@ def test_failing_fail_is_a_settlement_failure() -> None:
 
 def test_failing_complete_never_calls_fail() -> None:
     """complete() raising is terminal and fail() is not called after it."""
-    calls, reason = _unit("complete 42")
+    calls, reason = run_recorded("complete 42")
     assert reason is Reason.TASK_SETTLEMENT_FAILED
     assert not any(call.startswith("fail") for call in calls)

@@ -7,44 +7,15 @@ settlement and the worker's fate must be the same either way.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from telemetry_memory import Pipeline, in_memory
+from telemetry_memory import Pipeline
+from unit_recorder import Recorder, run_recorded
 
 from coretsia.supervisor.telemetry import Telemetry
-from coretsia.supervisor.worker_loop import Hooks, WorkerExit, run_unit
-from coretsia.worker_protocol.catalogue import Reason
-
-
-class Recorder:
-    """A task and hooks that log their calls and fail where told."""
-
-    def __init__(self, fail_at: str = "") -> None:
-        self.calls: list[str] = []
-        self.fail_at = fail_at
-
-    def _step(self, name: str) -> None:
-        self.calls.append(name)
-        if name == self.fail_at:
-            raise ValueError(f"{name} failed at /srv/secret")
-
-    def hook(self, name: str) -> Callable[[], None]:
-        return lambda: self._step(name)
-
-    def hooks(self) -> Hooks:
-        return Hooks([self.hook("before")], [self.hook("after")], [self.hook("reset")])
-
-    def run(self) -> object:
-        self._step("run")
-        return 42
-
-    def complete(self, result: object) -> None:
-        self._step("complete")
-
-    def fail(self, error: BaseException) -> None:
-        self._step("fail")
+from coretsia.supervisor.worker_loop import Hooks, run_unit
 
 
 class Raising:
@@ -61,31 +32,14 @@ def _broken_clock() -> int:
     raise OSError("no clock")
 
 
-def _unit(fail_at: str, telemetry: Telemetry) -> tuple[list[str], Reason | None]:
-    task = Recorder(fail_at)
-    try:
-        run_unit(task, task.hooks(), telemetry, "queue")
-    except WorkerExit as leaving:
-        return task.calls, leaving.reason
-    return task.calls, None
-
-
 ROWS = [
     ("", "completed"),
     ("before", "failed"),
     ("run", "failed"),
     ("after", "hook-failed"),
     ("reset", "reset-failed"),
-    ("complete", "settlement-failed"),
+    ("complete 42", "settlement-failed"),
 ]
-
-
-@pytest.fixture
-def pipeline() -> Iterator[Pipeline]:
-    tracer_provider, meter_provider, recorded = in_memory()
-    yield tracer_provider, meter_provider, recorded
-    tracer_provider.shutdown()
-    meter_provider.shutdown()
 
 
 @pytest.mark.parametrize(("fail_at", "outcome"), ROWS, ids=[r[0] or "success" for r in ROWS])
@@ -98,8 +52,8 @@ def test_each_row_is_one_task_span_and_count(
     telemetry = Telemetry(
         tracer_provider.get_tracer("t"), meter_provider.get_meter("t"), lambda: next(readings)
     )
-    with_telemetry = _unit(fail_at, telemetry)
-    assert with_telemetry == _unit(fail_at, Telemetry())
+    with_telemetry = run_recorded(fail_at, telemetry)
+    assert with_telemetry == run_recorded(fail_at, Telemetry())
     labels = {"operation": "queue", "outcome": outcome}
     assert recorded.span_attributes("worker.task") == [labels]
     assert recorded.points("worker.task_total") == [(labels, 1)]
@@ -113,7 +67,7 @@ def test_each_row_is_one_task_span_and_count(
 def test_failing_observability_changes_no_outcome(fail_at: str) -> None:
     """A raising tracer, meter and clock leave calls, settlement and exit reason as they were."""
     broken = Telemetry(Raising(), Raising(), _broken_clock)  # type: ignore[arg-type]
-    assert _unit(fail_at, broken) == _unit(fail_at, Telemetry())
+    assert run_recorded(fail_at, broken) == run_recorded(fail_at, Telemetry())
 
 
 @pytest.mark.parametrize("fail_at", ["", "run"])
@@ -123,7 +77,7 @@ def test_a_failing_clock_records_duration_zero(pipeline: Pipeline, fail_at: str)
     telemetry = Telemetry(
         tracer_provider.get_tracer("t"), meter_provider.get_meter("t"), _broken_clock
     )
-    assert _unit(fail_at, telemetry) == _unit(fail_at, Telemetry())
+    assert run_recorded(fail_at, telemetry) == run_recorded(fail_at, Telemetry())
     ((_, histogram),) = recorded.points("worker.task_duration_ms")
     assert (histogram.count, histogram.sum) == (1, 0)
 
@@ -158,6 +112,6 @@ def test_a_failing_exporter_changes_no_outcome(fail_at: str) -> None:
     provider.add_span_processor(_DownProcessor())
     try:
         exporting = Telemetry(provider.get_tracer("t"))
-        assert _unit(fail_at, exporting) == _unit(fail_at, Telemetry())
+        assert run_recorded(fail_at, exporting) == run_recorded(fail_at, Telemetry())
     finally:
         provider.shutdown()
