@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import signal
-import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -49,13 +47,4 @@ def supervisors() -> Iterator[Callable[..., Supervisor]]:
 
     yield start
     for supervisor in started:
-        if supervisor.proc.poll() is None:
-            supervisor.signal(signal.SIGTERM)
-            try:
-                supervisor.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                supervisor.proc.kill()
-                supervisor.proc.wait(timeout=10)
-        for stream in (supervisor.proc.stdout, supervisor.proc.stderr):
-            if stream is not None:
-                stream.close()
+        supervisor.close()

@@ -7,7 +7,6 @@ source meets the real context: ``options``, ``generation``, the inherited stop d
 from __future__ import annotations
 
 import json
-import signal
 import subprocess
 import sys
 import tempfile
@@ -77,16 +76,7 @@ def start(root: Path) -> Iterator[Callable[[], Supervisor]]:
 
     yield start_one
     for supervisor in started:
-        if supervisor.proc.poll() is None:
-            supervisor.signal(signal.SIGTERM)
-            try:
-                supervisor.proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                supervisor.proc.kill()
-                supervisor.proc.wait(timeout=10)
-        for stream in (supervisor.proc.stdout, supervisor.proc.stderr):
-            if stream is not None:
-                stream.close()
+        supervisor.close()
 
 
 def queue_cli(root: Path, *args: str, stdin: str | None = None) -> str:

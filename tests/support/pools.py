@@ -12,6 +12,7 @@ re-parented away from the test runner.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import textwrap
@@ -258,6 +259,19 @@ class Supervisor:
 
     def signal(self, sig: int) -> None:
         self.proc.send_signal(sig)
+
+    def close(self) -> None:
+        """Teardown: a graceful stop if it still runs (SIGKILL after 30 s), then its pipes."""
+        if self.proc.poll() is None:
+            self.signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        for stream in (self.proc.stdout, self.proc.stderr):
+            if stream is not None:
+                stream.close()
 
     def tree(self) -> list[psutil.Process]:
         """The guardian and every worker (descendants of the supervisor), right now."""
