@@ -290,6 +290,20 @@ def test_registration_errors_are_config_errors(
     assert not (root / "var/generations").exists()
 
 
+def test_task_workers_and_entries_together_are_at_most_1024(root: Path) -> None:
+    """State and status carry one worker count: every slot of either kind counts."""
+    write(root, {"workers": 1}, '[[process]]\ntarget = "entries:steady"\nworkers = 1024\n')
+    result = subprocess.run(
+        [*pools.SUPERVISOR, "start", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 6
+    assert result.stderr.strip().endswith("(key worker.workers, rule out-of-range)")
+
+
 @pytest.mark.parametrize("route", ["api", "config"])
 def test_the_shipped_example_runs_and_stops_itself(tmp_path: Path, route: str) -> None:
     root = tmp_path / "example"

@@ -15,6 +15,7 @@ Both present the same small surface to :mod:`coretsia.guardian.runtime`.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -103,7 +104,9 @@ class ProcBackend:
         self._on_exit = on_exit
         self._pending: dict[int, trio.MemorySendChannel[Spawned | SpawnFailed]] = {}
         self.lost = trio.Event()
-        self._send_queue, self._send_reader = trio.open_memory_channel[bytes](1000)
+        # Unbounded, like the guardian's outbox: a shutdown phase queues one Signal per
+        # worker at once (up to 1,024), and a dropped one is a worker never signalled.
+        self._send_queue, self._send_reader = trio.open_memory_channel[bytes](math.inf)
 
     @classmethod
     async def start(
@@ -190,8 +193,8 @@ class ProcBackend:
         name = SignalName.KILL if sig == signal.SIGKILL else SignalName.TERM
         try:
             self._send_queue.send_nowait(encode_proc_host_frame(Signal(slot=slot, signal=name)))
-        except trio.WouldBlock:
-            pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the proc host is gone: its workers die of their parent-death signal
 
     def helper_pids(self) -> frozenset[int]:
         return frozenset({self.pid})
@@ -200,7 +203,7 @@ class ProcBackend:
         """Ask the proc host to quit and wait (bounded) for its channel to close."""
         try:
             self._send_queue.send_nowait(encode_proc_host_frame(Quit()))
-        except trio.WouldBlock:
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         with trio.move_on_after(budget_s):
             await self.lost.wait()

@@ -33,6 +33,7 @@ from typing import Any, Final
 
 import attrs
 
+from coretsia.supervisor.process.rules import EVENT_LOOPS, IPC_TYPES, MAX_MSG_QUEUE_KEY
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerLifecycleFailedError
 from coretsia.worker_protocol.lifecycle import CANONICAL_PATHS
@@ -131,13 +132,6 @@ _TOP_LEVEL: Final = frozenset({"worker", "process"})
 _PROCESS_KEYS: Final = frozenset({"name", "target", "workers", "enable_async", "enabled"})
 """Keys of one ``[[process]]`` table: the arguments of ``ProcessManager.add_batch``."""
 
-EVENT_LOOPS: Final = ("asyncio", "trio")
-"""What an async process entry can run under; asyncio is what most async libraries need."""
-
-IPC_TYPES: Final = ("none", "unixsock", "msgqueue")
-"""Seed 003's pool-wide IPC modes (``socket`` is refused, as the manager refuses it)."""
-
-MAX_MSG_QUEUE_KEY: Final = 0x7FFF_FFFF
 MIN_RESPAWN_INTERVAL_MS: Final = 10
 
 _WORKER_KEYS: Final = frozenset(

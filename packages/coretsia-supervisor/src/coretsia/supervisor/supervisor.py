@@ -352,9 +352,7 @@ class Supervisor:
                 self._grant_retirement()
         elif isinstance(frame, ShutdownRequest):
             event("pool.shutdown_requested", slot=slot.index)
-            if not self._stop_requested:
-                self._stop_by_application = True
-            self._request_stop()
+            self.request_stop()
         self._pool.changed()
 
     def _on_exit(self, frame: Exited) -> None:
@@ -418,13 +416,19 @@ class Supervisor:
             await self._pool.wait_until(lambda: self._stop_requested or self._stopping)
         if self._stop_requested or self._stopping or self._failure is not None:
             return
+        await self._respawn_slot(slot)
+
+    async def _respawn_slot(self, slot: Slot) -> None:
+        """Spawn ``slot`` again (a recycle or a replacement) and see it become ready.
+
+        A new worker that never reports ready within ``start_timeout_ms`` fails the pool
+        rather than leave the slot out of service without a word.
+        """
         try:
             await self._spawn(slot)
         except WorkerError as exc:
             self._fail(exc)
             return
-        # As for a recycle: a replacement that never reports ready fails the pool rather
-        # than leave the slot out of service without a word.
         with trio.move_on_after(self._config.start_timeout_ms / 1000):
             await self._pool.wait_until(
                 lambda: slot.state is not SlotState.SPAWNING or self._stopping
@@ -456,15 +460,7 @@ class Supervisor:
     async def _recycle(self, slot: Slot) -> None:
         """Replace a retired worker with a fresh boot of the current generation."""
         try:
-            await self._spawn(slot)
-            with trio.move_on_after(self._config.start_timeout_ms / 1000):
-                await self._pool.wait_until(
-                    lambda: slot.state is not SlotState.SPAWNING or self._stopping
-                )
-            if slot.state is SlotState.SPAWNING and not self._stopping:
-                self._fail(WorkerStartFailedError(Reason.READINESS_TIMEOUT))
-        except WorkerError as exc:
-            self._fail(exc)
+            await self._respawn_slot(slot)
         finally:
             if self._recycling is slot:
                 self._recycling = None
@@ -526,7 +522,8 @@ class Supervisor:
                 continue
 
     def request_stop(self) -> None:
-        """Stop the pool (``ProcessManager.stop`` from the parent), even while starting.
+        """Stop the pool as the application asks (``ProcessManager.stop`` in the parent, a
+        worker's ``shutdown-request``), even while starting.
 
         Like a worker's own shutdown request, this is the application ending its pool,
         not an operator cancelling a start: ``start()`` then returns normally.

@@ -25,6 +25,7 @@ from coretsia.supervisor.config import HOOK_KINDS, PoolConfig
 from coretsia.supervisor.entry_points import EntryPoint, entry_points
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerStartFailedError
+from coretsia.worker_protocol.vocabulary import MAX_WORKERS
 
 SOURCE_GROUP: Final = "coretsia.worker.task_sources"
 HOOK_GROUP: Final = "coretsia.worker.hooks"
@@ -96,7 +97,8 @@ def generation_spec(root: Path, config: PoolConfig) -> dict[str, object]:
         manager = register_from_config(root, config)
         entries = len(manager.entries())
         spec["processes"] = snapshot(manager)
-    if config.workers == 0 and entries == 0:
-        # A pool needs a slot: workers = 0 is for a pool of (enabled) entries alone.
+    if not 0 < config.workers + entries <= MAX_WORKERS:
+        # A pool needs a slot (workers = 0 is for a pool of enabled entries alone), and
+        # task workers and entries together are at most 1,024: what state and status carry.
         raise WorkerConfigError("worker.workers", ConfigRule.OUT_OF_RANGE)
     return spec

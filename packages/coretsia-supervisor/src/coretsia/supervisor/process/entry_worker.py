@@ -24,7 +24,7 @@ import signal
 import sys
 
 from coretsia.supervisor.process.errors import ProcessError
-from coretsia.supervisor.process.rules import IPC_NONE, KIND_FUNCTION, KIND_PROCESS
+from coretsia.supervisor.process.rules import EVENT_LOOPS, IPC_NONE, KIND_FUNCTION, KIND_PROCESS
 from coretsia.supervisor.process.worker_pool import WorkerPool
 from coretsia.supervisor.worker_loop import EXIT_CONTRACT, EXIT_FAILURE, WorkerExit
 from coretsia.worker_protocol.catalogue import Reason
@@ -87,15 +87,15 @@ class EntryBoot:
     ) -> int:
         """Rebuild the entry, report ready, run it; return the exit status."""
         entry = self.entry
+        loop = spec.get("event_loop", "asyncio")
+        if entry.enable_async and loop not in EVENT_LOOPS:  # before any application code
+            raise WorkerExit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
         try:
             _prepare_main(spec.get("process_main"))
             run = _runnable(entry)
             endpoint = self._endpoint(spec.get("ipc"))
         except Exception as error:
             raise WorkerExit(EXIT_FAILURE, Reason.CHILD_START_FAILED) from error
-        loop = spec.get("event_loop", "asyncio")
-        if loop not in ("asyncio", "trio"):
-            raise WorkerExit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
         pool = WorkerPool(entry.worker_id, entry.name, generation, stop, reporter.channel, endpoint)
         pool._install()
         reporter.send(Ready())

@@ -1,9 +1,13 @@
 """The value rules of seed 003 shared by registration and snapshot loading.
 
+``MAX_WORKERS`` is the protocol's: seed 003's 1,024 workers in total, the same bound as
+seed 000's slots.
+
 The manager checks a value when it is registered and :func:`load_snapshot` checks it
 again when a frozen description is read back (a generation file can be edited or come
 from another version), so both use these functions. Like :mod:`.errors` this module
-imports nothing: loading a snapshot sits on a worker's boot path.
+imports nothing but the protocol's vocabulary (on every worker's boot path anyway):
+loading a snapshot sits on a worker's boot path.
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ from coretsia.supervisor.process.errors import (
     InvalidProcessNameError,
     ProcessArgumentError,
 )
+from coretsia.worker_protocol.vocabulary import MAX_WORKERS
 
 __all__ = [
+    "EVENT_LOOPS",
     "IPC_MSGQUEUE",
     "IPC_NONE",
     "IPC_TYPES",
@@ -32,8 +38,8 @@ __all__ = [
     "is_target",
 ]
 
-MAX_WORKERS = 1024
-"""Seed 003's total registration limit: workers of every entry together."""
+EVENT_LOOPS = ("asyncio", "trio")
+"""What an async entry runs under (``event_loop``); asyncio is what most libraries need."""
 
 IPC_NONE = "none"
 IPC_UNIXSOCK = "unixsock"
