@@ -116,7 +116,7 @@ def root(tmp_path: Path) -> Iterator[Path]:
     root = tmp_path / "root"
     root.mkdir()
     yield root
-    assert pools.wait_gone(root) == []
+    pools.assert_none_left(root)
 
 
 def write(root: Path, worker: dict[str, object], tables: str) -> None:
@@ -124,14 +124,6 @@ def write(root: Path, worker: dict[str, object], tables: str) -> None:
     with (root / "coretsia.toml").open("a") as config:
         config.write(textwrap.dedent(tables))
     (root / "entries.py").write_text(textwrap.dedent(ENTRIES))
-
-
-def events(root: Path, prefix: str) -> list[list[str]]:
-    try:
-        lines = (root / "events.log").read_text().splitlines()
-    except FileNotFoundError:
-        return []
-    return [line.split() for line in lines if line.split()[0] == prefix]
 
 
 def test_a_mixed_pool_starts_reports_and_stops_as_one(root: Path) -> None:
@@ -158,12 +150,12 @@ def test_a_mixed_pool_starts_reports_and_stops_as_one(root: Path) -> None:
     assert supervisor.wait_running().startswith("running:")
     status = json.loads(pools.cli(root, "status", "--json").stdout)
     assert status["worker_count"] == 6  # 2 task workers + 4 entries (Off takes none)
-    pools.wait_for(lambda: len(events(root, "returner")) >= 3)
+    pools.wait_for(lambda: len(pools.events(root, "returner")) >= 3)
     assert pools.cli(root, "stop").returncode == 0
     assert supervisor.finish() == 0, supervisor.stderr
-    assert sorted(words[2] for words in events(root, "steady")) == ["steady:0", "steady:1"]
-    assert events(root, "typed") == [["typed", "2", "2"]]  # unnamed: its worker id
-    assert {words[1] for words in events(root, "returner")} == {"3"}
+    assert sorted(words[2] for words in pools.events(root, "steady")) == ["steady:0", "steady:1"]
+    assert pools.events(root, "typed") == [["typed", "2", "2"]]  # unnamed: its worker id
+    assert {words[1] for words in pools.events(root, "returner")} == {"3"}
     replaced = [line for line in supervisor.logs if line["event"] == "worker.replaced"]
     assert {line["slot"] for line in replaced} == {5}  # slots: 2 task workers, then entries
 
@@ -179,12 +171,12 @@ def test_a_task_worker_exit_fails_the_pool_while_an_entry_exit_is_replaced(root:
     )
     supervisor = pools.Supervisor(root)
     supervisor.wait_running()
-    pools.wait_for(lambda: len(events(root, "steady")) == 1)
+    pools.wait_for(lambda: len(pools.events(root, "steady")) == 1)
     entry_pid = int(
         next(p.pid for p in supervisor.workers() if "--coretsia-worker-slot=1" in p.cmdline())
     )
     os.kill(entry_pid, signal.SIGKILL)
-    pools.wait_for(lambda: len(events(root, "steady")) == 2)  # replaced, pool still up
+    pools.wait_for(lambda: len(pools.events(root, "steady")) == 2)  # replaced, pool still up
     assert json.loads(pools.cli(root, "status", "--json").stdout)["pool_status"] == "running"
     task_pid = next(
         p.pid for p in supervisor.workers() if "--coretsia-worker-slot=0" in p.cmdline()
@@ -220,7 +212,7 @@ def test_a_plain_entry_worker_boots_without_the_supervisor_runtime(root: Path) -
     write(root, {"workers": 0}, '[[process]]\ntarget = "entries:light"\n')
     supervisor = pools.Supervisor(root)
     assert supervisor.finish() == 0, supervisor.stderr
-    assert events(root, "light") == [["light"]]
+    assert pools.events(root, "light") == [["light"]]
 
 
 def test_a_task_worker_cannot_start_a_pool_either(root: Path) -> None:
@@ -229,7 +221,7 @@ def test_a_task_worker_cannot_start_a_pool_either(root: Path) -> None:
     supervisor.wait_running()
     assert pools.cli(root, "stop").returncode == 0
     assert supervisor.finish() == 0, supervisor.stderr
-    assert events(root, "nesting") == [["nesting", "NestedPoolError"]]
+    assert pools.events(root, "nesting") == [["nesting", "NestedPoolError"]]
 
 
 def test_process_modules_are_discovered_at_start(root: Path) -> None:
@@ -240,11 +232,11 @@ def test_process_modules_are_discovered_at_start(root: Path) -> None:
     )
     supervisor = pools.Supervisor(root)
     supervisor.wait_running()
-    pools.wait_for(lambda: len(events(root, "typed")) == 2)
+    pools.wait_for(lambda: len(pools.events(root, "typed")) == 2)
     assert pools.cli(root, "stop").returncode == 0
     assert supervisor.finish() == 0
     # Beat: two workers named beat:0 and beat:1; Quiet is disabled; Never has no worker.
-    assert sorted(words[2] for words in events(root, "typed")) == ["beat:0", "beat:1"]
+    assert sorted(words[2] for words in pools.events(root, "typed")) == ["beat:0", "beat:1"]
 
 
 @pytest.mark.parametrize(

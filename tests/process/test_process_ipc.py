@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pools import processes_in, wait_gone
+from pools import assert_none_left, processes_in, wait_for, wait_gone
 
 from coretsia.supervisor.config import parse_config
 from coretsia.supervisor.process import ProcessArgumentError, ProcessManager
@@ -190,12 +190,7 @@ def test_a_blocked_send_ends_when_the_pool_stops(root: Path, ipc_type: str) -> N
         assert proc.stdout is not None
         assert select.select([proc.stdout], [], [], 30)[0], "the pool did not start"
         assert proc.stdout.readline().startswith(b"running:")
-        deadline = 30.0
-        log = root / "flooder.log"
-        while not log.exists() and deadline > 0:  # no event announces a full buffer
-            select.select([], [], [], 0.01)
-            deadline -= 0.01
-        assert log.exists(), "the flooder never filled the buffer"
+        wait_for((root / "flooder.log").exists)  # no event announces a full buffer
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
     finally:
@@ -214,10 +209,7 @@ def root() -> Iterator[Path]:
         path = Path(tmp).resolve()
         (path / "app.py").write_text(textwrap.dedent(APP))
         yield path
-        left = wait_gone(path, timeout=10)
-        for proc in left:
-            proc.kill()
-        assert not left, f"processes left behind: {[p.pid for p in left]}"
+        assert_none_left(path)
 
 
 def configure(root: Path, event_loop: str = "asyncio") -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import select
 import shutil
 import signal
 import subprocess
@@ -33,7 +34,7 @@ def root(tmp_path: Path) -> Iterator[Path]:
     shutil.copy(APP, root / "process_app.py")
     pools.write_root(root, workers=1, stop_timeout_ms=3000)  # only [worker] is read
     yield root
-    assert pools.wait_gone(root) == []
+    pools.assert_none_left(root)
 
 
 def configure(root: Path, **worker: object) -> None:
@@ -59,15 +60,23 @@ class Script:
     def wait_running(self) -> str:
         """Read stdout up to the pool's summary line (the script prints one line first)."""
         assert self.proc.stdout is not None
-        line = self.proc.stdout.readline()
+        line = self._line()
         while line.startswith("before "):
             self.stdout += line
-            line = self.proc.stdout.readline()
+            line = self._line()
         if not line.startswith("running:"):
             self.proc.kill()
             raise AssertionError(line, self.finish())
         self.stdout += line
         return line
+
+    def _line(self) -> str:
+        """The next stdout line, or a failed test after ``WAIT`` seconds of silence."""
+        assert self.proc.stdout is not None
+        if not select.select([self.proc.stdout], [], [], WAIT)[0]:
+            self.proc.kill()
+            raise AssertionError("no output line in time", self.finish())
+        return self.proc.stdout.readline()
 
     def finish(self) -> str:
         out, err = self.proc.communicate(timeout=WAIT)
@@ -89,14 +98,6 @@ def run(root: Path, scenario: str) -> Script:
     script = Script(root, scenario)
     script.finish()
     return script
-
-
-def events(root: Path, prefix: str) -> list[list[str]]:
-    try:
-        lines = (root / "events.log").read_text().splitlines()
-    except FileNotFoundError:
-        return []
-    return [line.split() for line in lines if line.startswith(prefix + " ") or line == prefix]
 
 
 def logged(script: Script, name: str) -> list[dict[str, object]]:
@@ -123,13 +124,13 @@ def test_returning_entries_are_replaced_and_a_worker_stops_the_pool(root: Path) 
     state = "state handlers=0 subreaper=0 umask=022"
     assert script.stdout.splitlines()[0] == f"before {state}"
     assert f"after {state}" in script.stdout.splitlines()
-    assert len(events(root, "returner")) >= 4
+    assert len(pools.events(root, "returner")) >= 4
     # The respawn interval (100 ms by default) paces every spawn of one slot; the log
     # stamps are the spawn requests', kept to the millisecond.
     gaps = spawn_gaps(script, 1)
     assert len(gaps) >= 3
     assert min(gaps) >= 0.098, gaps
-    assert events(root, "steady-stop") == [["steady-stop", "0", "True"]]
+    assert pools.events(root, "steady-stop") == [["steady-stop", "0", "True"]]
     replaced = logged(script, "worker.replaced")
     assert len(replaced) >= 3
     assert {line["slot"] for line in replaced} == {1}
@@ -144,7 +145,7 @@ def test_returning_entries_are_replaced_and_a_worker_stops_the_pool(root: Path) 
 def test_raising_entries_are_replaced_like_returning_ones(root: Path) -> None:
     script = run(root, "raise")
     assert script.result == "returned", script.stderr
-    assert len(events(root, "raiser")) >= 4
+    assert len(pools.events(root, "raiser")) >= 4
     assert {line["exit_kind"] for line in logged(script, "worker.replaced")} == {"exit-nonzero"}
     assert "entry failed" not in script.stderr  # no traceback without debug = true
 
@@ -152,25 +153,25 @@ def test_raising_entries_are_replaced_like_returning_ones(root: Path) -> None:
 def test_names_ids_and_typed_entries(root: Path) -> None:
     script = run(root, "batch")
     assert script.result == "returned", script.stderr
-    started = sorted((words[1], words[2]) for words in events(root, "steady-start"))
+    started = sorted((words[1], words[2]) for words in pools.events(root, "steady-start"))
     assert started == [("0", "web:0"), ("1", "web:1")]
-    assert events(root, "job-execute") == [["job-execute", "2", "2", "2"]]
+    assert pools.events(root, "job-execute") == [["job-execute", "2", "2", "2"]]
     # The typed entry is built once in the parent (to register it), once in its worker.
-    assert len(events(root, "job-built")) == 2
-    assert len({words[1] for words in events(root, "job-built")}) == 2
+    assert len(pools.events(root, "job-built")) == 2
+    assert len({words[1] for words in pools.events(root, "job-built")}) == 2
 
 
 def test_manager_stop_inside_a_worker_stops_the_pool(root: Path) -> None:
     script = run(root, "manager-stop")
     assert script.result == "returned", script.stderr
-    assert events(root, "manager-stop") == [["manager-stop", "1"]]
-    assert events(root, "steady-stop") == [["steady-stop", "0", "True"]]
+    assert pools.events(root, "manager-stop") == [["manager-stop", "1"]]
+    assert pools.events(root, "steady-stop") == [["steady-stop", "0", "True"]]
 
 
 def test_manager_stop_from_another_thread_of_the_parent(root: Path) -> None:
     script = run(root, "thread-stop")
     assert script.result == "returned", script.stderr
-    assert events(root, "steady-stop") == [["steady-stop", "0", "True"]]
+    assert pools.events(root, "steady-stop") == [["steady-stop", "0", "True"]]
 
 
 @pytest.mark.parametrize("how", ["sigterm", "sigint", "cli"])
@@ -185,7 +186,7 @@ def test_the_parent_stops_on_a_signal_or_the_cli(root: Path, how: str) -> None:
         script.proc.send_signal(signal.SIGTERM if how == "sigterm" else signal.SIGINT)
     script.finish()
     assert script.result == "returned", script.stderr
-    assert sorted(words[1] for words in events(root, "steady-stop")) == ["0", "1"]
+    assert sorted(words[1] for words in pools.events(root, "steady-stop")) == ["0", "1"]
 
 
 @pytest.mark.parametrize("scenario", ["stubborn", "stubborn-trio"])
@@ -197,11 +198,11 @@ def test_sigterm_runs_the_finally_blocks_of_entries_that_ignore_the_stop(
     script = Script(root, scenario)
     script.wait_running()
     entries = 2 if scenario == "stubborn" else 1
-    pools.wait_for(lambda: len(events(root, "stubborn-start")) == entries)
+    pools.wait_for(lambda: len(pools.events(root, "stubborn-start")) == entries)
     script.proc.send_signal(signal.SIGTERM)
     script.finish()
     assert script.result == "returned", script.stderr
-    finals = sorted(words[2] for words in events(root, "stubborn-finally"))
+    finals = sorted(words[2] for words in pools.events(root, "stubborn-finally"))
     # A plain entry sees Terminated; an async one is cancelled (asyncio or trio).
     expected = ["CancelledError", "Terminated"] if scenario == "stubborn" else ["Cancelled"]
     assert finals == expected
@@ -211,18 +212,19 @@ def test_sigterm_runs_the_finally_blocks_of_entries_that_ignore_the_stop(
 def test_async_entries_run_under_asyncio_by_default(root: Path) -> None:
     script = run(root, "async")
     assert script.result == "returned", script.stderr
-    assert events(root, "async-start") == [["async-start", "0", "asyncio.unix_events"]]
-    assert events(root, "async-stop") == [["async-stop", "0"]]
+    assert pools.events(root, "async-start") == [["async-start", "0", "asyncio.unix_events"]]
+    assert pools.events(root, "async-stop") == [["async-stop", "0"]]
 
 
 def test_async_entries_run_under_trio_on_request(root: Path) -> None:
     configure(root, workers=1, event_loop="trio")
-    script = Script(root, "stubborn-trio")
+    script = Script(root, "trio")
     script.wait_running()
     assert pools.cli(root, "stop").returncode == 0
     script.finish()
     assert script.result == "returned", script.stderr
-    assert events(root, "stubborn-finally") == [["stubborn-finally", "0", "Cancelled"]]
+    assert pools.events(root, "async-start") == [["async-start", "0", "True"]]
+    assert pools.events(root, "async-stop") == [["async-stop", "0"]]  # cooperative
 
 
 @pytest.mark.parametrize("loop", ["asyncio", "trio"])
@@ -230,13 +232,15 @@ def test_several_tasks_of_an_entry_may_wait_for_the_stop(root: Path, loop: str) 
     configure(root, workers=1, event_loop=loop)
     script = run(root, "two-waiters")
     assert script.result == "returned", script.stderr
-    assert events(root, "two-waiters-done") == [["two-waiters-done", "0"]]
+    assert pools.events(root, "two-waiters-done") == [["two-waiters-done", "0"]]
 
 
 def test_stop_from_a_thread_while_starting_is_no_cancel(root: Path) -> None:
-    """Whenever ``stop()`` lands (before the run, while starting, running), start returns."""
+    """``stop()`` from another thread once the generation exists (while starting or just
+    running): the pool ran, and start returns normally, not cancelled."""
     script = run(root, "early-stop")
     assert script.result == "returned", script.stderr
+    assert [line["outcome"] for line in logged(script, "pool.stopped")] == ["clean"]
 
 
 # -- guards and failures ------------------------------------------------------------------
@@ -245,7 +249,7 @@ def test_stop_from_a_thread_while_starting_is_no_cancel(root: Path) -> None:
 def test_a_pool_cannot_start_inside_a_managed_worker(root: Path) -> None:
     script = run(root, "nested")
     assert script.result == "returned", script.stderr
-    assert events(root, "nested") == [["nested", "NestedPoolError"]]
+    assert pools.events(root, "nested") == [["nested", "NestedPoolError"]]
 
 
 @pytest.mark.parametrize("scenario", ["thread", "in-asyncio", "in-trio"])
@@ -291,8 +295,8 @@ def test_restart_intensity_fails_the_pool(root: Path) -> None:
         "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-restart-intensity-exceeded"
     )
     assert len(logged(script, "worker.replaced")) == 3
-    assert len(events(root, "returner")) == 4
-    assert events(root, "steady-stop") == [["steady-stop", "1", "True"]]
+    assert len(pools.events(root, "returner")) == 4
+    assert pools.events(root, "steady-stop") == [["steady-stop", "1", "True"]]
 
 
 def test_backoff_doubles_the_delay_up_to_its_cap(root: Path) -> None:

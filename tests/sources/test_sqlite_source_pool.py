@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from pools import Supervisor, cli, lock_held, wait_for, wait_gone
+from pools import Supervisor, assert_none_left, cli, lock_held, wait_for
 
 APP = """
 import os
@@ -58,10 +58,7 @@ def root() -> Iterator[Path]:
         (path / "coretsia.toml").write_text(textwrap.dedent(CONFIG))
         (path / "sqlite_pool_app.py").write_text(textwrap.dedent(APP))
         yield path
-        left = wait_gone(path)
-        for proc in left:
-            proc.kill()
-        assert not left, f"processes left behind: {[p.pid for p in left]}"
+        assert_none_left(path)
 
 
 @pytest.fixture

@@ -440,7 +440,6 @@ CASES: list[tuple[str, str, ConfigRule]] = [
     ("workers = true", "worker.workers", ConfigRule.WRONG_TYPE),
     ("workers = 4.0", "worker.workers", ConfigRule.WRONG_TYPE),
     ("workers = -1", "worker.workers", ConfigRule.OUT_OF_RANGE),
-    ("workers = -1", "worker.workers", ConfigRule.OUT_OF_RANGE),
     ("workers = 1025", "worker.workers", ConfigRule.OUT_OF_RANGE),
     # max_requests
     ("max_requests = '1000'", "worker.max_requests", ConfigRule.WRONG_TYPE),

@@ -384,12 +384,17 @@ def test_retirement_waits_for_the_grant(root: Path) -> None:
             data += launcher.channel.recv(4096)
         line, launcher.buffer = data.split(b"\n", 1)
         assert decode_worker_frame(line + b"\n") == Retiring()
-        calls_before = len(_calls(root))
-        assert launcher.proc.poll() is None  # still serving: no grant yet
+        # Without the grant it keeps serving: more tasks run while it stays alive.
+        calls_at_ask = len(_calls(root))
+        deadline = time.monotonic() + WAIT
+        while len(_calls(root)) <= calls_at_ask + 4:  # no event announces a task
+            assert launcher.proc.poll() is None, "it left without the grant"
+            assert time.monotonic() < deadline, "it stopped serving without the grant"
+            time.sleep(0.01)
+        assert launcher.proc.poll() is None
         launcher.channel.sendall(encode_retire())
         outcome = launcher.finish()
         assert outcome.code == 0
-        assert len(_calls(root)) >= calls_before
 
 
 def test_failed_task_is_settled_with_fail_and_counts_as_an_attempt(root: Path) -> None:

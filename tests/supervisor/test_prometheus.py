@@ -2,8 +2,9 @@
 
 A pool with ``metrics_port`` serves ``worker_process_total`` and the slot gauges on
 loopback from the moment the guardian holds the lock until the shutdown; a taken port
-fails the start, a missing ``prometheus_client`` is refused before anything starts, and
-the settings are validated like every key.
+leaves the pool running without it, a missing ``prometheus_client`` is refused before
+anything starts, and the settings are validated like every key. Every supervisor a test
+starts is closed (stopped) at teardown, whatever its assertions did.
 """
 
 from __future__ import annotations
@@ -29,7 +30,15 @@ def root(tmp_path: Path) -> Iterator[Path]:
     root = tmp_path / "root"
     root.mkdir()
     yield root
-    assert pools.wait_gone(root) == []
+    pools.assert_none_left(root)
+
+
+@pytest.fixture
+def supervisor_of(root: Path) -> Iterator[list[pools.Supervisor]]:
+    started: list[pools.Supervisor] = []
+    yield started
+    for supervisor in started:
+        supervisor.close()
 
 
 @pytest.fixture
@@ -52,9 +61,12 @@ def scrape(port: int) -> dict[str, float]:
     return samples
 
 
-def test_a_pool_serves_its_families_until_it_stops(root: Path, port: int) -> None:
+def test_a_pool_serves_its_families_until_it_stops(
+    root: Path, port: int, supervisor_of: list[pools.Supervisor]
+) -> None:
     pools.write_root(root, workers=2, metrics_port=port)
     supervisor = pools.Supervisor(root)
+    supervisor_of.append(supervisor)
     supervisor.wait_running()
     samples = scrape(port)
     assert samples['worker_process_total{status="start_success"}'] == 1.0
@@ -72,13 +84,16 @@ def test_a_pool_serves_its_families_until_it_stops(root: Path, port: int) -> Non
         pass  # the port is released with the pool
 
 
-def test_a_taken_port_leaves_the_pool_running_without_the_endpoint(root: Path, port: int) -> None:
+def test_a_taken_port_leaves_the_pool_running_without_the_endpoint(
+    root: Path, port: int, supervisor_of: list[pools.Supervisor]
+) -> None:
     """Seed 000: an observability failure changes no lifecycle outcome."""
     pools.write_root(root, workers=1, metrics_port=port)
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", port))
         squatter.listen()
         supervisor = pools.Supervisor(root)
+        supervisor_of.append(supervisor)
         supervisor.wait_running()
         assert pools.cli(root, "stop").returncode == 0
         assert supervisor.finish() == 0, supervisor.stderr

@@ -344,6 +344,30 @@ def wait_gone(root: Path, timeout: float = 10) -> list[psutil.Process]:
     return left
 
 
+def assert_none_left(root: Path, timeout: float = 10) -> None:
+    """Teardown of a test's root: kill whatever still runs in it, then fail if anything did."""
+    left = wait_gone(root, timeout)
+    for proc in left:
+        try:
+            proc.kill()
+        except psutil.NoSuchProcess:
+            continue
+    assert not left, f"processes left behind: {[p.pid for p in left]}"
+
+
+def events(root: Path, prefix: str) -> list[list[str]]:
+    """The words of each line of ``root/events.log`` whose first word is ``prefix``.
+
+    The test applications append one line per thing an entry did (one ``os.write`` per
+    line, so concurrent workers never interleave).
+    """
+    try:
+        lines = (root / "events.log").read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    return [words for words in (line.split() for line in lines) if words[:1] == [prefix]]
+
+
 def lock_held(root: Path) -> bool:
     from coretsia.worker_protocol import lock
 

@@ -226,7 +226,18 @@ def scenario(name: str) -> None:
         pm.add(two_waiters, enable_async=True).add(shutdown_when_waiting)
     elif name == "early-stop":
         pm.add(steady)
-        threading.Thread(target=pm.stop, daemon=True).start()
+
+        def stop_once_published() -> None:
+            deadline = time.monotonic() + 30
+            while not os.path.exists("var/generations/current"):  # no event announces it
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.001)
+            pm.stop()
+
+        threading.Thread(target=stop_once_published, daemon=True).start()
+    elif name == "trio":
+        pm.add(waits_trio, enable_async=True)
     elif name == "boot-fails":
         pm.add(BrokenInWorkers())
     elif name == "intensity":
