@@ -515,8 +515,9 @@ def parse_config(
 ) -> PoolConfig:
     """Validate the content of the ``[worker]`` table, already parsed from TOML.
 
-    ``processes`` are the file's ``[[process]]`` tables, already parsed: the slot-count
-    rule (``workers = 0`` needs at least one process entry) spans both.
+    ``processes`` are the file's ``[[process]]`` tables, already parsed. (The slot-count
+    rule, ``workers = 0`` needs an enabled entry and 1,024 slots at most in total, spans
+    the registrations too, so ``generation_spec`` checks it.)
 
     Missing keys take their defaults. Strings naming an enum member become that member
     (``driver = "pcntl"`` becomes :attr:`DriverRequest.FORK`); anything else is passed

@@ -11,6 +11,8 @@ Each concrete class also subclasses the closest stdlib type, so a caller's exist
 
 from __future__ import annotations
 
+import re
+
 from coretsia.worker_protocol.catalogue import (
     EXIT_CODES,
     REASON_CODES,
@@ -19,7 +21,7 @@ from coretsia.worker_protocol.catalogue import (
     Reason,
 )
 
-# Not ``from typing import ...`` (nor ``re``): this module is on every worker's boot path
+# Not ``from typing import ...``: this module is on every worker's boot path
 # and on the probe path, where each import costs milliseconds; type checkers honour a
 # module-level TYPE_CHECKING all the same.
 TYPE_CHECKING = False
@@ -112,16 +114,8 @@ class WorkerNotRunningError(WorkerError, ProcessLookupError):
     code = ErrorCode.NOT_RUNNING
 
 
-_KEY_FIRST: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-_KEY_REST: Final = _KEY_FIRST | frozenset(".[]-")
-_KEY_MAX: Final = 64
-
-
-def _is_safe_key(key: str) -> bool:
-    """A short plain name, ``--``-prefixed or not; what the former regular expression
-    ``(--)?[A-Za-z0-9_][A-Za-z0-9_.\\[\\]-]{0,63}`` matched, without importing ``re``."""
-    name = key.removeprefix("--")
-    return 0 < len(name) <= _KEY_MAX and name[0] in _KEY_FIRST and _KEY_REST.issuperset(name)
+_SAFE_KEY: Final = re.compile(r"(--)?[A-Za-z0-9_][A-Za-z0-9_.\[\]-]{0,63}")
+"""A short plain name: ``re`` costs nothing here, ``json`` (loaded on both paths) has it."""
 
 
 class WorkerConfigError(WorkerError, ValueError):
@@ -136,7 +130,7 @@ class WorkerConfigError(WorkerError, ValueError):
 
     def __init__(self, key: str, rule: ConfigRule) -> None:
         super().__init__(Reason.CONFIG_INVALID)
-        self.key: str = key if _is_safe_key(key) else "<unprintable>"
+        self.key: str = key if _SAFE_KEY.fullmatch(key) else "<unprintable>"
         self.rule: ConfigRule = ConfigRule(rule)
 
     def __reduce__(self) -> tuple[type[WorkerError], tuple[str, ConfigRule]]:  # type: ignore[override]

@@ -1,12 +1,12 @@
 """Named pools of process entries (seed 003): registration, declarations, snapshots.
 
-This sub-package is the registration half of seed 003's ``ProcessManager``: the entry
-types (:class:`Process`, :class:`ProcessDefinition`), the manager's naming, batch,
-limit, async and re-creatability rules, the ``@process`` decorator with its discovery,
-and the versioned snapshot the generation will carry. It has no pool runtime yet:
-``ProcessManager.start`` and ``stop`` come next, on the supervisor, the launcher and the
-guardian, and will call ``ProcessManager._close_registration`` at the first start
-attempt.
+Seed 003's ``ProcessManager`` on the Coretsia supervisor: the entry types
+(:class:`Process`, :class:`ProcessDefinition`), the manager's naming, batch, limit,
+async and re-creatability rules, the ``@process`` decorator with its discovery, the
+versioned snapshot the generation carries, ``start``/``stop`` (:mod:`.lifecycle`), and
+the worker side: how an entry is rebuilt and run (:mod:`.entry_worker`), the ``pool`` it
+receives (:class:`WorkerPool`) and the pool-wide IPC (:mod:`.ipc_endpoint`,
+:mod:`.ipc_resources`).
 
 Every worker is a fresh interpreter, so an entry is re-created there from its
 ``module:qualname`` (:func:`target_of`): the object registered in the parent is built

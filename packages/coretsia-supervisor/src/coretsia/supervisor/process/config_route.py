@@ -26,6 +26,7 @@ from coretsia.supervisor.process.errors import (
     InvalidProcessNameError,
     ProcessError,
     ProcessLimitExceededError,
+    ProcessTargetError,
 )
 from coretsia.supervisor.process.manager import ProcessManager
 from coretsia.worker_protocol.catalogue import ConfigRule
@@ -55,8 +56,7 @@ def register_from_config(root: Path, config: PoolConfig) -> ProcessManager:
             try:
                 discover(config.process_modules, manager)
             except ProcessError as exc:
-                key, rule = _RULES.get(type(exc), ("", ConfigRule.INVALID_TARGET))
-                rule = ConfigRule.INVALID_TARGET if key == "" else rule
+                rule = _RULES.get(type(exc), ("", ConfigRule.INVALID_TARGET))[1]
                 raise WorkerConfigError("worker.process_modules", rule) from exc
     finally:
         for path in added:
@@ -77,8 +77,6 @@ def _register(manager: ProcessManager, table: ProcessTable) -> None:
 def _resolve(target: str) -> Any:
     """Import ``module:qualname``; a class is built with no arguments (its instance runs)."""
     import importlib
-
-    from coretsia.supervisor.process.errors import ProcessTargetError
 
     module_name, _, qualname = target.partition(":")
     try:

@@ -39,8 +39,9 @@ __all__ = [
 class Process(Protocol):
     """A typed pool entry (seed 003's ``ProcessInterface``).
 
-    ``pool`` is the worker-side pool handle (its stop request and IPC methods arrive with
-    the pool runtime); ``worker_id`` is the entry's slot in the pool. An ``async def
+    ``pool`` is the worker-side :class:`~coretsia.supervisor.process.WorkerPool` (the
+    stop, the shutdown request, the messages); ``worker_id`` is the entry's registration
+    index. An ``async def
     execute`` makes an async entry, which needs ``enable_async`` true. The object is
     built in the parent (to register it) and built again, with no arguments, in every
     worker: keep constructors and these properties free of side effects.

@@ -130,9 +130,10 @@ class EntryBoot:
 def _prepare_main(main: object) -> None:
     """Make the parent's main script importable as it was there (multiprocessing's way).
 
-    ``main`` is the generation's ``process_main``: ``None`` when no entry lives in the
-    main script, else ``{"name": <module under -m or null>, "path": <script or null>,
-    "sys_path": [...]}``.
+    ``main`` is the generation's ``process_main``: ``None`` under ``coretsia-supervisor
+    start`` (``app_path`` is the import path), else, under ``ProcessManager.start``,
+    ``{"name": <module under -m or null>, "path": <script or null>, "sys_path": [...]}``
+    with a name or a path only when an entry lives in the main script.
     """
     if main is None:
         return
