@@ -106,16 +106,14 @@ class ControlClient:
 
     # -- discovery ----------------------------------------------------------------------
 
-    def _probe(self) -> bool:
-        try:
-            return lock.probe(os.path.join(self._root, LOCK_PATH))
-        except OSError as exc:
-            raise WorkerCommunicationFailedError from exc
+    def _probe(self, lock_path: str = LOCK_PATH) -> bool:
+        """Whether the root-relative lock is held (never taking or creating it).
 
-    def _draining(self) -> bool:
-        """A free lock but a held fence: a killed generation's processes are still alive."""
+        With :data:`FENCE_PATH`: a free lifecycle lock but a held fence means a killed
+        generation's processes are still alive (draining).
+        """
         try:
-            return lock.probe(os.path.join(self._root, FENCE_PATH))
+            return lock.probe(os.path.join(self._root, lock_path))
         except OSError as exc:
             raise WorkerCommunicationFailedError from exc
 
@@ -196,7 +194,7 @@ class ControlClient:
         on_progress: Callable[[StopProgress], None] | None,
     ) -> R:
         if not self._probe():
-            if self._draining():
+            if self._probe(FENCE_PATH):
                 raise WorkerAlreadyRunningError(Reason.GENERATION_DRAINING)
             raise WorkerNotRunningError
         locator = self._read_locator()
