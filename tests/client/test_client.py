@@ -75,6 +75,12 @@ class TestLiveness:
             ControlClient(root).health()
         assert not (root / LOCK_PATH).exists()
 
+    def test_fifo_lock_does_not_block(self, root: Path) -> None:
+        """A FIFO planted as the lock fails fast (exit 4) instead of hanging the probe."""
+        os.mkfifo(root / LOCK_PATH, 0o600)
+        with pytest.raises(WorkerCommunicationFailedError):
+            ControlClient(root, timeout=1).status()
+
     def test_held_lock_without_locator(self, root: Path, hold_lock) -> None:  # type: ignore[no-untyped-def]
         """A held lock with no locator is a communication failure (exit 4)."""
         hold_lock(str(root / LOCK_PATH))
@@ -189,6 +195,11 @@ class TestCommunicationFailures:
         stub = supervisor(answer)
         outside = tmp_path / "out"
         outside.mkdir()
+        # A live listener where the path leads: a client that followed it would connect.
+        decoy = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        decoy.bind(str(outside / "worker.sock"))
+        decoy.listen(1)
+        decoy.settimeout(0)
         os.symlink(outside, stub.root / "var/escape")
         stub.write_locator(
             Locator(
@@ -199,7 +210,10 @@ class TestCommunicationFailures:
                 path="var/escape/worker.sock",
             )
         )
-        self._fails(stub.root)
+        with decoy:
+            self._fails(stub.root)
+            with pytest.raises(BlockingIOError):
+                decoy.accept()
         assert stub.requests == []
 
     def test_unreachable_endpoint(self, supervisor) -> None:  # type: ignore[no-untyped-def]

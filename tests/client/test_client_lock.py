@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 from pathlib import Path
+
+import pytest
 
 from coretsia.worker_protocol import lock
 
@@ -21,16 +24,51 @@ class TestProbe:
         assert hold_lock(path).first_line == "held"
         assert lock.probe(path) is True
 
-    def test_probe_does_not_block_a_concurrent_acquire(self, tmp_path: Path) -> None:
-        """Probing never takes the lock, so a start racing a probe still wins it."""
+    def test_probe_only_tests_the_lock(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Probing never takes the lock, so a start racing a probe still wins it.
+
+        A probe that took and released the lock would look the same from outside once it
+        returned; the commands it hands to ``fcntl`` show the difference.
+        """
         path = str(tmp_path / "worker.lock")
         fd = lock.acquire(path)
         assert fd is not None
         os.close(fd)
+        commands: list[int] = []
+        real = fcntl.fcntl
+
+        def recording(fd: int, cmd: int, arg: bytes) -> bytes:
+            commands.append(cmd)
+            return real(fd, cmd, arg)
+
+        monkeypatch.setattr(fcntl, "fcntl", recording)
         assert lock.probe(path) is False
-        fd = lock.acquire(path)
-        assert fd is not None
-        os.close(fd)
+        assert commands == [fcntl.F_OFD_GETLK]
+
+    @pytest.mark.parametrize("kind", ["fifo", "symlink", "directory"])
+    def test_lock_path_that_is_not_a_regular_file(self, tmp_path: Path, kind: str) -> None:
+        """A FIFO, symlink or directory at the lock path is an error, never a hang.
+
+        A FIFO would block a plain ``open`` until a writer appears (an exec probe with a
+        deadline would hang); a symlink would let the guardian create and lock a file
+        outside the root.
+        """
+        path = tmp_path / "worker.lock"
+        if kind == "fifo":
+            os.mkfifo(path, 0o600)
+        elif kind == "symlink":
+            (tmp_path / "elsewhere").touch()
+            path.symlink_to(tmp_path / "elsewhere")
+        else:
+            path.mkdir()
+        with pytest.raises(OSError):
+            lock.probe(str(path))
+        with pytest.raises(OSError):
+            lock.acquire(str(path))
+        with pytest.raises(OSError):
+            lock.acquire_shared(str(path))
 
     def test_freed_when_holder_is_killed(self, tmp_path: Path, hold_lock) -> None:  # type: ignore[no-untyped-def]
         """SIGKILL of the holder frees the lock at once: no stale PID file to clean."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import struct
 import sys
 
@@ -49,14 +50,32 @@ def _locked_type(raw: bytes) -> int:
     return int(struct.unpack(_FLOCK, raw)[3])  # pragma: no cover
 
 
+# No symlink is followed and nothing blocks on open: a FIFO or a link planted at a lock
+# path must neither hang a probe (an exec probe has a deadline) nor let the guardian
+# create or lock a file outside the root.
+_OPEN_FLAGS: Final = (
+    getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+)
+
+
+def _open_regular(path: str, flags: int) -> int:
+    """Open ``path`` as a regular file; anything else is :class:`OSError` ``EINVAL``."""
+    fd = os.open(path, flags | _OPEN_FLAGS, 0o600)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "lock path is not a regular file")
+    return fd
+
+
 def probe(path: str) -> bool:
     """True when the lock at ``path`` is held by someone; never creates or takes it.
 
     A missing file is a free lock. Raises :class:`OSError` when the file exists but
-    cannot be opened or tested (callers map that to a communication failure).
+    cannot be opened or tested, or is not a regular file (callers map that to a
+    communication failure).
     """
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        fd = _open_regular(path, os.O_RDONLY)
     except FileNotFoundError:
         return False
     try:
@@ -82,7 +101,7 @@ def acquire_shared(path: str) -> int:
     the last of them closes it, even if the guardian is gone. Raises :class:`OSError` if
     the lock cannot be taken (call :func:`probe` first, under the main lock).
     """
-    fd = os.open(path, os.O_RDONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    fd = _open_regular(path, os.O_RDONLY | os.O_CREAT)
     try:
         if sys.platform == "win32":  # pragma: no cover
             msvcrt.locking(fd, msvcrt.LK_NBRLCK, 1)
@@ -101,7 +120,7 @@ def acquire(path: str) -> int | None:
     The file is created 0600 if missing. The descriptor is close-on-exec, so no worker
     ever inherits it; the lock is released when it is closed or the holder dies.
     """
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    fd = _open_regular(path, os.O_RDWR | os.O_CREAT)
     try:
         if sys.platform == "win32":  # pragma: no cover
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
