@@ -180,7 +180,7 @@ class NoReceive:
 class GoodContext:
     task_type = "queue"
     slot = 0
-    generation = "0123456789abcdef-000001"
+    generation = "0123456789abcdef-000001-0123456789abcdef"
     options: dict[str, object] = {}  # noqa: RUF012 - a read-only stand-in
     stopping = False
 

@@ -77,7 +77,7 @@ def test_file_is_deterministic_json_with_spec_fingerprint(tmp_path: Path) -> Non
     assert raw == json.dumps(expected, sort_keys=True, separators=(",", ":")).encode()
     gen_id = _current_id(tmp_path)
     assert is_generation_id(gen_id)
-    assert gen_id == f"{digest[:16]}-000001"
+    assert gen_id[:23] == f"{digest[:16]}-000001"
     assert (_base(tmp_path) / "current").read_bytes() == (gen_id + "\n").encode()
 
 
@@ -88,7 +88,7 @@ def test_republishing_makes_a_new_generation_and_prunes_the_old(tmp_path: Path) 
     second = _current_id(tmp_path)
     assert second != first
     assert second[:16] == first[:16]  # same content, same fingerprint prefix
-    assert int(second[17:]) == int(first[17:]) + 1
+    assert int(second[17:23]) == int(first[17:23]) + 1
     assert sorted(p.name for p in _base(tmp_path).iterdir()) == sorted([second, "current"])
 
 
@@ -106,14 +106,14 @@ def test_prune_removes_leftovers_but_never_follows_links(tmp_path: Path) -> None
     root = tmp_path / "root"
     publish(root, SPEC)
     base = _base(root)
-    (base / ".tmp-0123456789abcdef-000009").mkdir()  # a publish that crashed
+    (base / ".tmp-0123456789abcdef-000009-0123456789abcdef").mkdir()  # a publish that crashed
     (base / "stray-file").write_text("x")
     (base / "link").symlink_to(outside, target_is_directory=True)
     publish(root, SPEC)
     assert sorted(p.name for p in base.iterdir()) == sorted([_current_id(root), "current"])
     assert (outside / "keep.txt").read_text() == "keep"
     # The crashed temp directory's counter was still counted: ids only grow.
-    assert _current_id(root).endswith("-000010")
+    assert _current_id(root)[16:23] == "-000010"
 
 
 def test_counter_survives_a_missing_current(tmp_path: Path) -> None:
@@ -121,7 +121,7 @@ def test_counter_survives_a_missing_current(tmp_path: Path) -> None:
     publish(tmp_path, SPEC)
     (_base(tmp_path) / "current").unlink()
     publish(tmp_path, SPEC)
-    assert _current_id(tmp_path).endswith("-000003")
+    assert _current_id(tmp_path)[16:23] == "-000003"
 
 
 def test_files_and_directories_are_private(tmp_path: Path) -> None:
@@ -226,20 +226,38 @@ def test_current_naming_a_missing_generation_is_refused(tmp_path: Path) -> None:
         load_current_generation(tmp_path, GENERATIONS_DIR)
 
 
+def test_ids_are_unique_beyond_one_root(tmp_path: Path) -> None:
+    """Two roots with one configuration count alike but never share an id.
+
+    Task sources key durable state by generation (the SQLite queue recovers the leases
+    of any generation but its own), so a root that takes over a database from another
+    must not see its predecessor's id as its own.
+    """
+    first, second = tmp_path / "a", tmp_path / "b"
+    publish(first, SPEC)
+    publish(second, SPEC)
+    assert _current_id(first)[:23] == _current_id(second)[:23]
+    assert _current_id(first) != _current_id(second)
+
+
 @pytest.mark.parametrize(
     "content",
     [
         b"",
         b"\n",
-        b"0123456789abcdef-000001",  # no newline
-        b"0123456789abcdef-000001\n\n",
-        b"0123456789ABCDEF-000001\n",
-        b"0123456789abcdef-00001\n",
-        b"0123456789abcdef_000001\n",
-        b"0123456789abcdef-00000a\n",
-        b" 0123456789abcdef-000001\n",
+        b"0123456789abcdef-000001-0123456789abcdef",  # no newline
+        b"0123456789abcdef-000001-0123456789abcdef\n\n",
+        b"0123456789ABCDEF-000001-0123456789abcdef\n",
+        b"0123456789abcdef-000001-0123456789ABCDEF\n",
+        b"0123456789abcdef-00001-0123456789abcdef\n",
+        b"0123456789abcdef_000001-0123456789abcdef\n",
+        b"0123456789abcdef-000001_0123456789abcdef\n",
+        b"0123456789abcdef-00000a-0123456789abcdef\n",
+        b"0123456789abcdef-000001-0123456789abcde\n",
+        b"0123456789abcdef-000001\n",  # the shape before the random part
+        b" 0123456789abcdef-000001-0123456789abcdef\n",
         b"../../../../etc/passwd\n",
-        b"\xff" * 23 + b"\n",
+        b"\xff" * 40 + b"\n",
         b"0" * 100 + b"\n",
     ],
 )

@@ -205,7 +205,10 @@ make_source.task_type = TASK_TYPE  # type: ignore[attr-defined]
 def _database(value: object) -> str:
     """The database path: relative to the project root (the worker's working directory).
 
-    An absolute path is kept as it is (a database shared by successive release directories).
+    An absolute path is kept as it is: a database that outlives a project root, such as
+    one handed from each release directory to the next. Generation ids are unique across
+    roots, so the next root recovers what the previous one left leased; the roots must
+    never run at the same time (one pool per database).
     """
     if not isinstance(value, str) or not value or "\0" in value:
         raise SourceOptionError("database", "must be a non-empty path")

@@ -9,9 +9,12 @@ relative to the project root::
         current                       "<id>\\n", replaced atomically
         <id>/generation.json          {"fingerprint": ..., "spec": {...}, "version": 1}
 
-``<id>`` is the first 16 hex digits of the fingerprint, ``-``, and a 6-digit counter that
-only grows, so publishing the same spec again still makes a new generation (a recycled
-worker can tell "same content" from "same generation"). The file is deterministic JSON
+``<id>`` is the first 16 hex digits of the fingerprint, ``-``, a 6-digit counter that only
+grows, ``-``, and 16 random hex digits. The counter means publishing the same spec again
+still makes a new generation (a recycled worker can tell "same content" from "same
+generation"); the random part makes the id unique beyond this root, since another root
+with the same configuration counts from 1 too and task sources key durable state, such
+as a queue's leases, by generation. The file is deterministic JSON
 (sorted keys, compact, UTF-8) and the fingerprint is the SHA-256 of the deterministic
 encoding of the spec alone.
 
@@ -73,7 +76,9 @@ _HEX = frozenset("0123456789abcdef")
 _DIGITS = frozenset("0123456789")
 _PREFIX_LEN = 16
 _COUNTER_LEN = 6
-_ID_LEN = _PREFIX_LEN + 1 + _COUNTER_LEN
+_NONCE_BYTES = 8
+_ID_LEN = _PREFIX_LEN + 1 + _COUNTER_LEN + 1 + 2 * _NONCE_BYTES
+_COUNTER_END = _PREFIX_LEN + 1 + _COUNTER_LEN
 _MAX_COUNTER = 10**_COUNTER_LEN - 1
 _TMP_PREFIX = ".tmp-"
 _CURRENT_TMP = ".current.tmp"
@@ -102,12 +107,14 @@ def fingerprint(spec: Mapping[str, object]) -> str:
 
 
 def is_generation_id(name: str) -> bool:
-    """True for ``<16 lowercase hex>-<6 digits>``, the only shape an id takes."""
+    """True for ``<16 lowercase hex>-<6 digits>-<16 lowercase hex>``, the only shape."""
     return (
         len(name) == _ID_LEN
         and name[_PREFIX_LEN] == "-"
+        and name[_COUNTER_END] == "-"
         and _HEX.issuperset(name[:_PREFIX_LEN])
-        and _DIGITS.issuperset(name[_PREFIX_LEN + 1 :])
+        and _DIGITS.issuperset(name[_PREFIX_LEN + 1 : _COUNTER_END])
+        and _HEX.issuperset(name[_COUNTER_END + 1 :])
     )
 
 
@@ -135,7 +142,10 @@ def publish(root: str | os.PathLike[str], spec: Mapping[str, object]) -> str:
     base = os.path.join(os.fspath(root), GENERATIONS_DIR)
     try:
         os.makedirs(base, mode=0o700, exist_ok=True)
-        gen_id = f"{digest[:_PREFIX_LEN]}-{_next_counter(base):0{_COUNTER_LEN}d}"
+        counter = _next_counter(base)
+        gen_id = (
+            f"{digest[:_PREFIX_LEN]}-{counter:0{_COUNTER_LEN}d}-{os.urandom(_NONCE_BYTES).hex()}"
+        )
         tmp_dir = os.path.join(base, _TMP_PREFIX + gen_id)
         _remove(tmp_dir)  # a leftover of a publish that crashed with this very id
         os.mkdir(tmp_dir, 0o700)
@@ -158,10 +168,10 @@ def _next_counter(base: str) -> int:
             if name.startswith(_TMP_PREFIX):
                 name = name[len(_TMP_PREFIX) :]
             if is_generation_id(name):
-                highest = max(highest, int(name[_PREFIX_LEN + 1 :]))
+                highest = max(highest, int(name[_PREFIX_LEN + 1 : _COUNTER_END]))
     current = _read_current_id(base)
     if current is not None:
-        highest = max(highest, int(current[_PREFIX_LEN + 1 :]))
+        highest = max(highest, int(current[_PREFIX_LEN + 1 : _COUNTER_END]))
     if highest >= _MAX_COUNTER:
         raise GenerationError("generation counter exhausted")
     return highest + 1
