@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 from pathlib import Path
 
 from coretsia.worker_protocol.endpoint import ENDPOINT_KEY_BYTES
@@ -41,13 +42,32 @@ def remove(path: Path) -> None:
 
 
 def endpoint_key(path: Path) -> bytes:
-    """The root's secret for the endpoint hash: reused if valid, created otherwise."""
+    """The root's secret for the endpoint hash: reused if valid, created otherwise.
+
+    Reuse keeps ``endpoint_hash`` stable across restarts of one root (a dashboard can
+    follow a pool); a key that anyone else could have read, or that is not our own
+    regular file, is replaced, since whoever knows it can test candidate paths and ports
+    against the published hash. Read without following a symlink or blocking on a FIFO.
+    """
     try:
-        key = path.read_bytes()
-        if len(key) == ENDPOINT_KEY_BYTES and path.stat().st_mode & 0o777 == 0o600:
-            return key
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
-        pass
+        fd = -1
+    if fd >= 0:
+        try:
+            info = os.fstat(fd)
+            if (
+                stat.S_ISREG(info.st_mode)
+                and info.st_mode & 0o777 == 0o600
+                and info.st_uid == os.geteuid()
+            ):
+                key = os.read(fd, ENDPOINT_KEY_BYTES + 1)
+                if len(key) == ENDPOINT_KEY_BYTES:
+                    return key
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
     key = secrets.token_bytes(ENDPOINT_KEY_BYTES)
     write_atomic(path, key)
     return key
