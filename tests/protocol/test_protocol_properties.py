@@ -50,14 +50,17 @@ from coretsia.worker_protocol.vocabulary import (
 from coretsia.worker_protocol.worker_channel import (
     Failed,
     Ready,
+    Retire,
     Retiring,
     ShutdownRequest,
+    decode_supervisor_frame,
     decode_worker_frame,
+    encode_retire,
     encode_worker_frame,
 )
 
 FUZZ = settings(max_examples=200, deadline=None)
-#: The per-codec properties run seven times over, so each run is shorter.
+#: The per-codec properties run eight times over, so each run is shorter.
 FUZZ_EACH = settings(max_examples=100, deadline=None)
 
 # -- valid frames ------------------------------------------------------------------------
@@ -177,6 +180,7 @@ guardian_frames = st.one_of(
     welcome,
     st.just(g.Locked()),
     refused,
+    st.builds(g.GenerationFailed, reason=st.sampled_from(Reason)),
     spawn,
     spawned,
     spawn_failed,
@@ -212,6 +216,8 @@ CODECS: dict[str, Codec] = {
     "locator": Codec(encode_locator, decode_locator, locators),
     "state": Codec(encode_state, decode_state, states()),
     "worker": Codec(encode_worker_frame, decode_worker_frame, worker_frames),
+    # The one frame a supervisor sends a worker; it has no fields, so one value covers it.
+    "supervisor": Codec(lambda _frame: encode_retire(), decode_supervisor_frame, st.just(Retire())),
     "guardian": Codec(g.encode_guardian_frame, g.decode_guardian_frame, guardian_frames),
     "proc-host": Codec(p.encode_proc_host_frame, p.decode_proc_host_frame, proc_host_frames),
 }
