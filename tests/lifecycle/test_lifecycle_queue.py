@@ -25,6 +25,21 @@ def handle(payload):
     finally:
         os.close(fd)
     return payload
+
+
+def until_stop(payload):
+    # Runs until the pool's stop is requested, then works on a little: in flight at stop.
+    import select
+    import sys
+
+    flag = "--coretsia-worker-stop-fd="
+    stop_fd = int(next(a for a in sys.argv if a.startswith(flag))[len(flag) :])
+    handle(payload)  # the start, in handled.log
+    seen = select.select([stop_fd], [], [], 30)[0]  # bounded: the test stops at once
+    time.sleep(0.5)
+    with open("finished.log", "a") as log:
+        log.write("stop-seen" if seen else "timeout")
+    return payload
 """
 
 WAITING_OVERSHOOT = 50
@@ -38,10 +53,10 @@ about 250.
 """
 
 
-def queue_root(root: Path, **worker: object) -> SqliteQueue:
+def queue_root(root: Path, handler: str = "handle", **worker: object) -> SqliteQueue:
     write_root(root, task_source="sqlite", **worker)
     with (root / "coretsia.toml").open("a") as config:
-        config.write('\n[worker.source_options]\nhandler = "queue_app:handle"\n')
+        config.write(f'\n[worker.source_options]\nhandler = "queue_app:{handler}"\n')
     (root / "queue_app.py").write_text(textwrap.dedent(HANDLER))
     return SqliteQueue(str(root / "var/queue.sqlite3"))
 
@@ -85,6 +100,21 @@ class TestQueuePool:
         # No worker retires early: only the ones still running at the stop ran fewer.
         assert sum(n < max_requests for n in per_pid.values()) <= workers
         assert max(per_pid.values()) <= max_requests + WAITING_OVERSHOOT
+        queue.close()
+
+    def test_task_in_flight_at_stop_finishes_and_is_settled(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A stop lets the running task end and be acknowledged: nothing stays leased."""
+        queue = queue_root(root, handler="until_stop", workers=1)
+        queue.enqueue(["in-flight"])
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        wait_for(lambda: handled(root) != [])
+        assert queue.stats()["in_flight"] == 1
+        assert cli(root, "stop").returncode == 0
+        assert supervisor.finish() == 0
+        assert (root / "finished.log").read_text() == "stop-seen"
+        stats = queue.stats()
+        assert (stats["done"], stats["pending"], stats["in_flight"]) == (1, 0, 0)
         queue.close()
 
     def test_killed_worker_loses_nothing(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
