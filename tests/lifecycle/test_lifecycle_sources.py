@@ -1,20 +1,27 @@
-"""Task-source discovery at start, through real entry points of installed distributions.
+"""Task sources and hooks in a real pool: discovery at start, and every worker-side token.
 
-Each "installed distribution" here is a real ``*.dist-info`` directory with an
-``entry_points.txt`` on the supervisor's ``PYTHONPATH``: exactly what importlib.metadata
-reads for a distribution pip installed. The source modules depend only on the protocol.
+Discovery reads what an installer leaves behind, so each "installed distribution" here
+is a real wheel installed by uv into a target directory on the supervisor's
+``PYTHONPATH`` (:mod:`fixture_dist`), where both ``start`` and the workers find it. The
+sources they contribute are written against ``coretsia-worker-protocol`` alone (checked).
+
+The worker-side tokens are reached through ``coretsia-supervisor start`` with the
+application's own factories (``task_source = "module:factory"``), written into the root.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import textwrap
 from pathlib import Path
 
-from pools import cli, lock_held, processes_in, wait_gone, write_root
+import pytest
+from fixture_dist import coretsia_imports, env_with, install, wheel
+from pools import assert_failed, cli, events, wait_for, write_root
 
-SOURCE_MODULE = """
+SOURCE_GROUP = "coretsia.worker.task_sources"
+HOOK_GROUP = "coretsia.worker.hooks"
+
+THIRD_PARTY_SOURCE = """
 from coretsia.worker_protocol.task_source import TaskSourceContext
 
 class Task:
@@ -47,101 +54,411 @@ def make_source(context):
 make_source.task_type = "http"
 """
 
+CONTRIBUTED_HOOKS = """
+import os
 
-def install(site: Path, dist: str, entries: dict[str, str]) -> None:
-    """Lay out one installed distribution contributing task sources."""
-    info = site / f"{dist}-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
-    lines = ["[coretsia.worker.task_sources]", *(f"{k} = {v}" for k, v in entries.items())]
-    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
-    (site / f"{dist}.py").write_text(textwrap.dedent(SOURCE_MODULE))
+def _log(word):
+    fd = os.open("events.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, f"unit {os.getpid()} {word}".encode() + bytes([10]))
+    finally:
+        os.close(fd)
+
+def before_a():
+    _log("contributed-before-a")
+before_a.kind = "before"
+
+def before_b():
+    _log("contributed-before-b")
+before_b.kind = "before"
+
+def after():
+    _log("contributed-after")
+after.kind = "after"
+
+def reset():
+    _log("contributed-reset")
+reset.kind = "reset"
+
+def during():
+    pass
+during.kind = "during"
+"""
+
+APP = """
+import os
+import time
+
+def log(*words):
+    line = " ".join(["unit", str(os.getpid()), *words]) + chr(10)
+    fd = os.open("events.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+class Task:
+    def __init__(self, mode):
+        self.mode = mode
+    def run(self):
+        log("task")
+        if self.mode == "fail-fails":
+            raise ValueError("task saw /secret/path")
+        return 1
+    def complete(self, result):
+        log("complete")
+        if self.mode == "complete-fails":
+            raise RuntimeError("ack to /secret/path failed")
+    def fail(self, error):
+        log("fail", type(error).__name__)
+        if self.mode == "fail-fails":
+            raise RuntimeError("nack to /secret/path failed")
+
+class Counted:
+    \"\"\"``tasks`` tasks (None: endless), then waits for the stop; "ending" does not wait.\"\"\"
+    def __init__(self, ctx, mode="", tasks=2):
+        self.ctx, self.mode, self.left = ctx, mode, tasks
+    def assert_ready(self):
+        pass
+    def receive(self):
+        if self.ctx.stopping:
+            return None
+        if self.left != 0:
+            self.left = None if self.left is None else self.left - 1
+            return Task(self.mode)
+        if self.mode != "ending":
+            self.ctx.wait_for_stop(None)
+        return None
+
+def counted(ctx):
+    return Counted(ctx)
+
+def ending(ctx):
+    return Counted(ctx, "ending", tasks=0)
+
+def complete_fails(ctx):
+    return Counted(ctx, "complete-fails", tasks=1)
+
+def fail_fails(ctx):
+    return Counted(ctx, "fail-fails", tasks=1)
+
+def shapeless(ctx):
+    return object()
+
+def exploding(ctx):
+    raise RuntimeError("factory saw /secret/path")
+
+def other_type(ctx):
+    return Counted(ctx)
+other_type.task_type = "http"
+
+class SecondBootHangs(Counted):
+    \"\"\"Endless tasks; its slot's first worker is ready at once, the next one never.\"\"\"
+    def assert_ready(self):
+        marker = f"booted-{self.ctx.slot}"
+        if os.path.exists(marker):
+            time.sleep(3600)
+        open(marker, "x").close()
+
+def second_boot_hangs(ctx):
+    return SecondBootHangs(ctx, tasks=None)
+
+def configured_before():
+    log("configured-before")
+
+def configured_after():
+    log("configured-after")
+
+def configured_reset():
+    log("configured-reset")
+
+def failing_before():
+    log("failing-before")
+    raise RuntimeError("hook saw /secret/path")
+"""
 
 
-def env_with(site: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(site), env.get("PYTHONPATH")]))
-    return env
+@pytest.fixture(scope="module")
+def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Target directories, each with some fixture distributions installed by uv."""
+    base = tmp_path_factory.mktemp("dists")
+    wheels = {
+        "third": wheel(
+            base / "wheels",
+            "thirdparty_source",
+            {"thirdparty_source": THIRD_PARTY_SOURCE},
+            {SOURCE_GROUP: {"third": "thirdparty_source:make_source"}},
+        ),
+        "first": wheel(
+            base / "wheels",
+            "first_source",
+            {"first_source": THIRD_PARTY_SOURCE},
+            {SOURCE_GROUP: {"first": "first_source:make_source"}},
+        ),
+        "second": wheel(
+            base / "wheels",
+            "second_source",
+            {"second_source": THIRD_PARTY_SOURCE},
+            {SOURCE_GROUP: {"second": "second_source:make_source"}},
+        ),
+        "broken": wheel(
+            base / "wheels",
+            "broken_source",
+            {},
+            {SOURCE_GROUP: {"broken": "no_such_module:make_source"}},
+        ),
+        # Entries listed out of name order: contributed hooks run by entry-point name.
+        "hooks": wheel(
+            base / "wheels",
+            "unit_hooks",
+            {"unit_hooks": CONTRIBUTED_HOOKS},
+            {
+                HOOK_GROUP: {
+                    "b_before": "unit_hooks:before_b",
+                    "a_before": "unit_hooks:before_a",
+                    "reset": "unit_hooks:reset",
+                    "after": "unit_hooks:after",
+                }
+            },
+        ),
+        "bad_kind": wheel(
+            base / "wheels",
+            "bad_kind_hooks",
+            {"bad_kind_hooks": CONTRIBUTED_HOOKS},
+            {HOOK_GROUP: {"during": "bad_kind_hooks:during"}},
+        ),
+        "bad_import": wheel(
+            base / "wheels",
+            "bad_import_hooks",
+            {},
+            {HOOK_GROUP: {"gone": "no_such_module:hook"}},
+        ),
+    }
+    layouts = {
+        "third": ["third"],
+        "two": ["first", "second"],
+        "broken": ["broken", "third"],
+        "hooks": ["hooks"],
+        "bad_kind": ["bad_kind"],
+        "bad_import": ["bad_import"],
+    }
+    found = {}
+    for site, names in layouts.items():
+        for name in names:
+            install(wheels[name], base / site)
+        found[site] = base / site
+    return found
 
 
 def http_root(root: Path, task_source: str | None = None) -> None:
-    """An http pool with no source of its own and the options the test source expects."""
+    """An http pool with no source of its own and the options the fixture source expects."""
     write_root(root, task_type="http", task_source=task_source)
     with (root / "coretsia.toml").open("a") as config:
         config.write('\n[worker.source_options]\ngreeting = "hello"\n')
 
 
+def app_root(root: Path, **worker: object) -> None:
+    """A pool running one of the application's own factories (``sources_app``)."""
+    write_root(root, **worker)
+    (root / "sources_app.py").write_text(APP)
+
+
+def frozen_spec(root: Path) -> dict[str, object]:
+    generation = next((root / "var/generations").glob("*/generation.json"))
+    spec: dict[str, object] = json.loads(generation.read_text())["spec"]
+    return spec
+
+
+def units(root: Path) -> dict[str, list[str]]:
+    """What each worker (by pid) logged, in order: ``events.log``'s ``unit`` lines."""
+    found: dict[str, list[str]] = {}
+    for _, pid, *words in events(root, "unit"):
+        found.setdefault(pid, []).append(" ".join(words))
+    return found
+
+
+def stop(root: Path, supervisor) -> None:  # type: ignore[no-untyped-def]
+    assert cli(root, "stop").returncode == 0
+    assert supervisor.finish() == 0
+
+
 class TestDiscovery:
-    def test_single_installed_source_is_discovered_and_runs(
-        self, root: Path, supervisors, tmp_path: Path
+    def test_installed_source_is_discovered_and_runs(
+        self, root: Path, supervisors, sites: dict[str, Path]
     ) -> None:  # type: ignore[no-untyped-def]
         """With no selection, the one installed source for the task type runs."""
-        install(tmp_path / "site", "thirdparty_source", {"third": "thirdparty_source:make_source"})
+        site = sites["third"]
+        assert (site / "thirdparty_source-1.0.dist-info/INSTALLER").read_text().strip() == "uv"
+        imported = coretsia_imports(site, "thirdparty_source")
+        assert "coretsia.worker_protocol.task_source" in imported  # the SPI, and only it
+        assert [m for m in imported if not m.startswith("coretsia.worker_protocol")] == ["coretsia"]
         http_root(root)
-        supervisor = supervisors(root, env=env_with(tmp_path / "site"))
+        supervisor = supervisors(root, env=env_with(site))
         supervisor.wait_running()
-        spec = json.loads(next((root / "var/generations").glob("*/generation.json")).read_text())
-        assert spec["spec"]["task_source"] == "thirdparty_source:make_source"
-        assert cli(root, "stop").returncode == 0
-        assert supervisor.finish() == 0
+        assert frozen_spec(root)["task_source"] == "thirdparty_source:make_source"
+        wait_for(lambda: len((root / "third-party.log").read_text().split()) == 6)
+        stop(root, supervisor)
         # Two workers ran tasks 1, 2, 3 each, interleaved in any order.
-        assert sorted((root / "third-party.log").read_text().split()) == [
-            "1",
-            "1",
-            "2",
-            "2",
-            "3",
-            "3",
-        ]
+        assert sorted((root / "third-party.log").read_text().split()) == sorted("112233")
 
     def test_no_source_for_the_task_type(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
         """No installed source serves the task type: missing, before anything starts."""
         http_root(root)
-        supervisor = supervisors(root)
-        assert supervisor.finish() == 1
-        assert supervisor.error == "CORETSIA_WORKER_START_FAILED: worker-task-source-missing"
+        assert_failed(
+            supervisors(root), root, "CORETSIA_WORKER_START_FAILED: worker-task-source-missing"
+        )
         assert not (root / "var/tmp/worker.lock").exists()
 
-    def test_two_sources_are_ambiguous(self, root: Path, supervisors, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    def test_two_sources_are_ambiguous(
+        self, root: Path, supervisors, sites: dict[str, Path]
+    ) -> None:  # type: ignore[no-untyped-def]
         """Two installed sources for one task type need an explicit selection."""
-        site = tmp_path / "site"
-        install(site, "first_source", {"first": "first_source:make_source"})
-        install(site, "second_source", {"second": "second_source:make_source"})
         http_root(root)
-        supervisor = supervisors(root, env=env_with(site))
-        assert supervisor.finish() == 1
-        assert supervisor.error == ("CORETSIA_WORKER_START_FAILED: worker-task-source-ambiguous")
+        supervisor = supervisors(root, env=env_with(sites["two"]))
+        assert_failed(
+            supervisor, root, "CORETSIA_WORKER_START_FAILED: worker-task-source-ambiguous"
+        )
 
-    def test_selection_by_name(self, root: Path, supervisors, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    def test_selection_by_name(self, root: Path, supervisors, sites: dict[str, Path]) -> None:  # type: ignore[no-untyped-def]
         """Naming a source selects it among several: configuration, not priority."""
-        site = tmp_path / "site"
-        install(site, "first_source", {"first": "first_source:make_source"})
-        install(site, "second_source", {"second": "second_source:make_source"})
         http_root(root, task_source="second")
-        supervisor = supervisors(root, env=env_with(site))
+        supervisor = supervisors(root, env=env_with(sites["two"]))
         supervisor.wait_running()
-        spec = json.loads(next((root / "var/generations").glob("*/generation.json")).read_text())
-        assert spec["spec"]["task_source"] == "second_source:make_source"
-        assert cli(root, "stop").returncode == 0
-        assert supervisor.finish() == 0
+        assert frozen_spec(root)["task_source"] == "second_source:make_source"
+        stop(root, supervisor)
 
     def test_named_source_of_another_task_type(
-        self, root: Path, supervisors, tmp_path: Path
+        self, root: Path, supervisors, sites: dict[str, Path]
     ) -> None:  # type: ignore[no-untyped-def]
         """A selected source that does not serve the task type is missing for it."""
-        install(tmp_path / "site", "thirdparty_source", {"third": "thirdparty_source:make_source"})
         write_root(root, task_type="queue", task_source="third")
-        supervisor = supervisors(root, env=env_with(tmp_path / "site"))
-        assert supervisor.finish() == 1
-        assert supervisor.error == "CORETSIA_WORKER_START_FAILED: worker-task-source-missing"
-        assert not lock_held(root)
-        assert wait_gone(root) == []
-        assert processes_in(root) == []
+        supervisor = supervisors(root, env=env_with(sites["third"]))
+        assert_failed(supervisor, root, "CORETSIA_WORKER_START_FAILED: worker-task-source-missing")
 
-    def test_unimportable_source(self, root: Path, supervisors, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-        """An installed entry point that cannot be imported is unresolvable."""
-        install(tmp_path / "site", "broken_source", {"broken": "no_such_module:make_source"})
+    def test_a_broken_distribution_fails_discovery(
+        self, root: Path, supervisors, sites: dict[str, Path]
+    ) -> None:  # type: ignore[no-untyped-def]
+        """An installed source entry that cannot be imported fails every unnamed discovery.
+
+        Strict on purpose: the broken entry might be the very source meant to serve.
+        """
         http_root(root)
-        supervisor = supervisors(root, env=env_with(tmp_path / "site"))
-        assert supervisor.finish() == 1
-        assert supervisor.error == ("CORETSIA_WORKER_START_FAILED: worker-task-source-unresolvable")
+        supervisor = supervisors(root, env=env_with(sites["broken"]))
+        assert_failed(
+            supervisor, root, "CORETSIA_WORKER_START_FAILED: worker-task-source-unresolvable"
+        )
+
+    def test_naming_the_source_imports_only_that_entry(
+        self, root: Path, supervisors, sites: dict[str, Path]
+    ) -> None:  # type: ignore[no-untyped-def]
+        """The workaround for a broken neighbour: select the source by name."""
+        http_root(root, task_source="third")
+        supervisor = supervisors(root, env=env_with(sites["broken"]))
+        supervisor.wait_running()
+        assert frozen_spec(root)["task_source"] == "thirdparty_source:make_source"
+        stop(root, supervisor)
+
+
+class TestHooks:
+    def test_contributed_hooks_run_after_the_configured_ones_by_name(
+        self, root: Path, supervisors, sites: dict[str, Path]
+    ) -> None:  # type: ignore[no-untyped-def]
+        """Each unit of work: configured hooks first, then contributed ones by entry name."""
+        app_root(root, task_source="sources_app:counted")
+        with (root / "coretsia.toml").open("a") as config:
+            config.write(
+                '\n[worker.hooks]\nbefore = ["sources_app:configured_before"]\n'
+                'after = ["sources_app:configured_after"]\n'
+                'reset = ["sources_app:configured_reset"]\n'
+            )
+        supervisor = supervisors(root, env=env_with(sites["hooks"]))
+        supervisor.wait_running()
+        spec = frozen_spec(root)
+        assert spec["before_hooks"] == [
+            "sources_app:configured_before",
+            "unit_hooks:before_a",
+            "unit_hooks:before_b",
+        ]
+        unit = [
+            "configured-before",
+            "contributed-before-a",
+            "contributed-before-b",
+            "task",
+            "configured-after",
+            "contributed-after",
+            "configured-reset",
+            "contributed-reset",
+            "complete",
+        ]
+        wait_for(lambda: sum(map(len, units(root).values())) == 2 * 2 * len(unit))
+        stop(root, supervisor)
+        assert list(units(root).values()) == [unit * 2, unit * 2]
+
+    @pytest.mark.parametrize("site", ["bad_kind", "bad_import"])
+    def test_a_bad_contributed_hook_fails_the_start(
+        self, root: Path, supervisors, sites: dict[str, Path], site: str
+    ) -> None:  # type: ignore[no-untyped-def]
+        """A hook entry of no known kind, or one that cannot be imported, fails the start."""
+        app_root(root, task_source="sources_app:counted")
+        supervisor = supervisors(root, env=env_with(sites[site]))
+        assert_failed(supervisor, root, "CORETSIA_WORKER_START_FAILED: worker-start-failed")
+        assert units(root) == {}
+
+    def test_a_failing_before_hook_skips_the_task_and_fails_it(
+        self, root: Path, supervisors
+    ) -> None:  # type: ignore[no-untyped-def]
+        """The task never runs, ``fail`` gets the hook's error, and the worker goes on."""
+        app_root(root, task_source="sources_app:counted")
+        with (root / "coretsia.toml").open("a") as config:
+            config.write('\n[worker.hooks]\nbefore = ["sources_app:failing_before"]\n')
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        wait_for(lambda: sum(map(len, units(root).values())) == 2 * 2 * 2)
+        assert json.loads(cli(root, "status", "--json").stdout)["pool_status"] == "running"
+        stop(root, supervisor)
+        unit = ["failing-before", "fail RuntimeError"]
+        assert list(units(root).values()) == [unit * 2, unit * 2]
+
+
+class TestWorkerTokens:
+    @pytest.mark.parametrize(
+        ("factory", "token", "logged"),
+        [
+            ("shapeless", "START_FAILED: worker-task-source-invalid", set()),
+            ("other_type", "START_FAILED: worker-task-source-invalid", set()),
+            ("exploding", "START_FAILED: worker-task-source-unresolvable", set()),
+            ("ending", "LIFECYCLE_FAILED: worker-task-source-terminated", set()),
+            # A failing complete() never falls through to fail().
+            (
+                "complete_fails",
+                "LIFECYCLE_FAILED: worker-task-settlement-failed",
+                {"task", "complete"},
+            ),
+            (
+                "fail_fails",
+                "LIFECYCLE_FAILED: worker-task-settlement-failed",
+                {"task", "fail ValueError"},
+            ),
+        ],
+    )
+    def test_each_token_through_a_running_pool(
+        self, root: Path, supervisors, factory: str, token: str, logged: set[str]
+    ) -> None:  # type: ignore[no-untyped-def]
+        """The pool fails with the worker's token (exit 1, stderr), and nothing is left."""
+        app_root(root, task_source=f"sources_app:{factory}")
+        assert_failed(supervisors(root), root, f"CORETSIA_WORKER_{token}")
+        assert {word for words in units(root).values() for word in words} == logged
+
+    def test_recycled_worker_that_is_never_ready(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A fresh boot after max_requests gets start_timeout_ms, then fails the pool."""
+        app_root(
+            root,
+            task_source="sources_app:second_boot_hangs",
+            workers=1,
+            max_requests=1,
+            start_timeout_ms=3000,
+        )
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        assert_failed(supervisor, root, "CORETSIA_WORKER_START_FAILED: worker-readiness-timeout")
+        assert (root / "booted-0").exists()

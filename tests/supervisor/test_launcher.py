@@ -136,6 +136,13 @@ def invalid(context):
     return object()
 
 
+def other_type(context):
+    return Source(context, "immediate")
+
+
+other_type.task_type = "http"  # declared, and not the generation's queue
+
+
 def raising(context):
     raise RuntimeError("factory failed")
 
@@ -448,6 +455,7 @@ def test_source_outside_app_path_is_unresolvable(root: Path) -> None:
     ("task_source", "reason", "calls"),
     [
         ("sources:invalid", Reason.TASK_SOURCE_INVALID, []),
+        ("sources:other_type", Reason.TASK_SOURCE_INVALID, []),
         ("sources:not_ready", Reason.TASK_SOURCE_NOT_READY, ["assert_ready"]),
     ],
 )
@@ -701,8 +709,14 @@ def test_boot_path_imports_nothing_heavy(root: Path) -> None:
     assert heavy == []
     # Slow standard modules too: OpenSSL through hashlib (the built-in SHA-256 digests
     # the generation), dataclasses with inspect, and socket with selectors (the channel
-    # is a C-level _socket.socket).
+    # is a C-level _socket.socket). And discovery: a worker imports the one frozen
+    # target, it never reads package metadata or entry points (seed 000).
     banned = {"hashlib", "_hashlib", "dataclasses", "inspect", "socket", "selectors"}
+    banned |= {
+        "importlib.metadata",
+        "coretsia.supervisor.entry_points",
+        "coretsia.supervisor.task_sources",
+    }
     assert modules & banned == set()
 
 

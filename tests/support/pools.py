@@ -372,3 +372,12 @@ def lock_held(root: Path) -> bool:
     from coretsia.worker_protocol import lock
 
     return lock.probe(str(root / "var/tmp/worker.lock"))
+
+
+def assert_failed(supervisor: Supervisor, root: Path, expected: str) -> None:
+    """The pool failed with ``expected`` (exit 1), said nothing secret, and left nothing."""
+    assert supervisor.finish(60) == 1, supervisor.stderr
+    assert supervisor.error == expected
+    assert "secret" not in supervisor.stderr + supervisor.stdout
+    assert not lock_held(root)
+    assert wait_gone(root) == []

@@ -13,7 +13,14 @@ generation: a worker only imports that target, it never discovers.
 Hooks are resolved the same way: ``[worker.hooks]`` names them, and installed
 distributions may add more through ``coretsia.worker.hooks`` (each entry's object has a
 ``kind`` attribute: ``before``, ``after`` or ``reset``); configured hooks run first, then
-contributed ones by entry-point name.
+contributed ones by entry-point name. Every installed hook applies to every pool of the
+environment, so one that cannot be imported, is not callable or has no valid ``kind``
+fails the start (``worker-start-failed``) rather than run units of work without it.
+
+Discovery is strict: with no source named, every entry of the source group is imported to
+read its ``task_type``, and one that cannot be imported fails the start
+(``worker-task-source-unresolvable``): it might be the very source meant to serve, and
+skipping it could silently run another one. Naming the source imports that entry only.
 """
 
 from __future__ import annotations
@@ -31,11 +38,11 @@ SOURCE_GROUP: Final = "coretsia.worker.task_sources"
 HOOK_GROUP: Final = "coretsia.worker.hooks"
 
 
-def _load(entry: EntryPoint) -> object:
+def _load(entry: EntryPoint, reason: Reason = Reason.TASK_SOURCE_UNRESOLVABLE) -> object:
     try:
         return entry.load()
     except Exception as exc:
-        raise WorkerStartFailedError(Reason.TASK_SOURCE_UNRESOLVABLE) from exc
+        raise WorkerStartFailedError(reason) from exc
 
 
 def _serves(entry: EntryPoint, task_type: str) -> bool:
@@ -68,8 +75,9 @@ def resolve_hooks(config: PoolConfig) -> dict[str, list[str]]:
     """Every hook target by kind: the configured ones, then contributed ones by name."""
     hooks = {kind: list(getattr(config, f"{kind}_hooks")) for kind in HOOK_KINDS}
     for entry in sorted(entry_points(group=HOOK_GROUP), key=lambda e: e.name):
-        kind = getattr(_load(entry), "kind", None)
-        if kind not in hooks:
+        hook = _load(entry, Reason.START_FAILED)
+        kind = getattr(hook, "kind", None)
+        if kind not in hooks or not callable(hook):
             raise WorkerStartFailedError(Reason.START_FAILED)
         hooks[kind].append(entry.value)
     return hooks
