@@ -27,7 +27,7 @@ from typing import Final, Protocol
 
 from coretsia.proc_host._version import __version__
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.exceptions import ProtocolError
+from coretsia.worker_protocol.exceptions import ProtocolError, WorkerStartFailedError
 from coretsia.worker_protocol.framing import LineFramer, Need
 from coretsia.worker_protocol.internal.exit_kind import from_returncode
 from coretsia.worker_protocol.internal.guardian import (
@@ -38,6 +38,7 @@ from coretsia.worker_protocol.internal.guardian import (
     SpawnFailed,
     Welcome,
 )
+from coretsia.worker_protocol.internal.handshake import check_peer_version
 from coretsia.worker_protocol.internal.proc_host import (
     HostHello,
     ProcHostFrame,
@@ -134,8 +135,10 @@ class Host:
         hello = decode_proc_host_frame(frame)
         if not isinstance(hello, HostHello):
             return False
-        if hello.peer_version != __version__:
-            self._send(Refused(reason=Reason.PEER_VERSION_MISMATCH))
+        try:
+            check_peer_version(__version__, hello.peer_version)
+        except WorkerStartFailedError as exc:
+            self._send(Refused(reason=exc.reason))
             return False
         self._send(Welcome(peer_version=__version__, pid=os.getpid()))
         return True
