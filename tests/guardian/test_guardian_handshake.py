@@ -1,23 +1,32 @@
-"""The guardian process on its own: handshake, version refusal, lock refusal, silence."""
+"""The guardian process on its own: handshake, version refusal, lock refusal, silence;
+what it imports per driver, and which pids it signals."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, signals_sent, site_env
 
 from coretsia.guardian._version import __version__
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.framing import LineFramer, Need
 from coretsia.worker_protocol.internal.guardian import (
+    Drained,
+    Exited,
     Hello,
     Locked,
     Refused,
+    Release,
+    Released,
     Shutdown,
+    Spawn,
+    Spawned,
     Welcome,
     decode_guardian_frame,
     encode_guardian_frame,
@@ -28,7 +37,7 @@ from coretsia.worker_protocol.vocabulary import Driver
 class Guardian:
     """A real guardian process talking to this test over a socketpair."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
         ours, theirs = socket.socketpair()
         self.sock = ours
         self.sock.settimeout(30)
@@ -36,6 +45,7 @@ class Guardian:
             [sys.executable, "-m", "coretsia.guardian", f"--channel-fd={theirs.fileno()}"],
             pass_fds=(theirs.fileno(),),
             cwd=root,
+            env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -45,6 +55,14 @@ class Guardian:
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
+
+    def spawn(self, slot: int, code: str) -> socket.socket:
+        """Ask for a worker running ``python -c code``; our end of its worker channel."""
+        ours, theirs = socket.socketpair()
+        frame = encode_guardian_frame(Spawn(slot=slot, argv=(sys.executable, "-c", code)))
+        socket.send_fds(self.sock, [frame], [theirs.fileno()])
+        theirs.close()
+        return ours
 
     def receive(self) -> object:
         while True:
@@ -61,12 +79,14 @@ class Guardian:
         return self.proc.returncode, out, err
 
 
-def hello(version: str = __version__) -> bytes:
+def hello(
+    version: str = __version__, driver: Driver = Driver.FORK, stop_timeout_ms: int = 1000
+) -> bytes:
     return encode_guardian_frame(
         Hello(
             peer_version=version,
-            driver=Driver.FORK,
-            stop_timeout_ms=1000,
+            driver=driver,
+            stop_timeout_ms=stop_timeout_ms,
             force_kill_timeout_ms=500,
             umask=0o022,
             log_json=False,
@@ -138,3 +158,67 @@ class TestHandshake:
         code, out, err = guardian.finish()
         assert (code, out, err) == (1, b"", b"")
         assert os.listdir(root / "var/tmp") == []
+
+
+PROC_DRIVER_MODULES = {
+    "coretsia.guardian.proc_backend",
+    "coretsia.worker_protocol.internal.proc_host",
+}
+
+
+@pytest.mark.parametrize("driver", [Driver.FORK, Driver.PROC])
+def test_only_the_selected_driver_is_imported(root: Path, driver: Driver) -> None:
+    """A ``fork`` guardian never imports the proc driver's backend nor its frames.
+
+    Observed with ``-X importtime`` (its environment form) on the real guardian's stderr;
+    the ``proc`` case shows the observation sees those modules when they are imported.
+    """
+    guardian = Guardian(root, dict(os.environ, PYTHONPROFILEIMPORTTIME="1"))
+    guardian.send(hello(driver=driver))
+    assert isinstance(guardian.receive(), Welcome)
+    assert isinstance(guardian.receive(), Locked)
+    guardian.send(encode_guardian_frame(Shutdown()))
+    code, _out, err = guardian.finish()
+    assert code == 0
+    lines = [line for line in err.decode().splitlines() if line.startswith("import time:")]
+    modules = {line.rsplit("|", 1)[1].strip() for line in lines}
+    assert "coretsia.guardian.runtime" in modules
+    expected = PROC_DRIVER_MODULES if driver is Driver.PROC else set()
+    assert modules & PROC_DRIVER_MODULES == expected
+
+
+def test_signals_only_its_unreaped_workers(root: Path, tmp_path: Path) -> None:
+    """A worker already reaped is never signalled again; a live one is, as a group.
+
+    A reaped pid may belong to another process at any moment, so the guardian must forget
+    it at the reap. Every ``kill`` and ``killpg`` of the real guardian is recorded.
+    """
+    log = tmp_path / "signals.log"
+    env = site_env(tmp_path / "site", SIGNAL_LOG, {**os.environ, SIGNAL_LOG_ENV: str(log)})
+    guardian = Guardian(root, env)
+    guardian.send(hello(stop_timeout_ms=100))
+    assert isinstance(guardian.receive(), Welcome)
+    assert isinstance(guardian.receive(), Locked)
+    channels = [guardian.spawn(0, "pass"), guardian.spawn(1, "import time; time.sleep(60)")]
+    pids: dict[int, int] = {}
+    exited: dict[int, str] = {}
+    while len(pids) < 2 or 0 not in exited:  # the quick worker ran and was reaped
+        frame = guardian.receive()
+        if isinstance(frame, Spawned):
+            pids[frame.slot] = frame.pid
+        elif isinstance(frame, Exited):
+            exited[frame.slot] = frame.exit_kind
+        else:
+            raise AssertionError(frame)
+    guardian.send(encode_guardian_frame(Shutdown()))
+    while not isinstance(frame := guardian.receive(), Drained):
+        if isinstance(frame, Exited):
+            exited[frame.slot] = frame.exit_kind
+    assert frame.clean
+    guardian.send(encode_guardian_frame(Release()))
+    assert isinstance(guardian.receive(), Released)
+    assert guardian.finish()[0] == 0
+    for channel in channels:
+        channel.close()
+    assert exited == {0: "exit-0", 1: "signal-term"}
+    assert signals_sent(log) == [(pids[1], signal.SIGTERM)]

@@ -1,14 +1,20 @@
-"""The proc host process on its own: handshake, version refusal, descriptor hygiene."""
+"""The proc host on its own: handshake, version refusal, descriptor hygiene, pid safety,
+imports without POSIX-only modules; and a guardian meeting a proc host of another version."""
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from pools import Supervisor, assert_none_left, lock_held, write_root
+from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, signals_sent, site_env
 
 from coretsia.proc_host._version import __version__
 from coretsia.worker_protocol.catalogue import Reason
@@ -16,7 +22,10 @@ from coretsia.worker_protocol.framing import LineFramer, Need
 from coretsia.worker_protocol.internal.guardian import Exited, Refused, Spawn, Spawned, Welcome
 from coretsia.worker_protocol.internal.proc_host import (
     HostHello,
+    ProcHostFrame,
     Quit,
+    Signal,
+    SignalName,
     decode_proc_host_frame,
     encode_proc_host_frame,
 )
@@ -32,12 +41,12 @@ SHIM = (
 class ProcHost:
     """A real proc host talking to this test as its guardian would."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
         self.sock, theirs = socket.socketpair()
         self.sock.settimeout(30)
         self.stop_read, self.stop_write = os.pipe()
         fence = os.open(root / "fence", os.O_RDONLY | os.O_CREAT, 0o600)
-        env = dict(os.environ, CORETSIA_WORKER_PARENT_PID=str(os.getpid()))
+        env = dict(os.environ if env is None else env, CORETSIA_WORKER_PARENT_PID=str(os.getpid()))
         fds = (theirs.fileno(), self.stop_read, fence)
         self.proc = subprocess.Popen(
             [sys.executable, "-c", SHIM, *map(str, fds)],
@@ -50,6 +59,21 @@ class ProcHost:
         theirs.close()
         os.close(fence)
         self.framer = LineFramer()
+
+    def send(self, frame: ProcHostFrame) -> None:
+        self.sock.sendall(encode_proc_host_frame(frame))
+
+    def handshake(self) -> None:
+        self.send(HostHello(peer_version=__version__))
+        assert isinstance(self.receive(), Welcome)
+
+    def spawn(self, slot: int, code: str) -> socket.socket:
+        """Ask for a worker running ``python -c code``; our end of its worker channel."""
+        ours, theirs = socket.socketpair()
+        frame = encode_proc_host_frame(Spawn(slot=slot, argv=(sys.executable, "-c", code)))
+        socket.send_fds(self.sock, [frame], [theirs.fileno()])
+        theirs.close()
+        return ours
 
     def receive(self) -> object:
         while True:
@@ -69,17 +93,30 @@ class ProcHost:
 
 
 @pytest.fixture
-def host(tmp_path: Path):  # type: ignore[no-untyped-def]
-    started = ProcHost(tmp_path)
-    yield started
-    if started.proc.poll() is None:
-        started.proc.kill()
-        started.finish()
+def hosts(tmp_path: Path) -> Iterator[Callable[..., ProcHost]]:
+    """Start proc hosts (optionally with an environment); each is killed at teardown."""
+    started: list[ProcHost] = []
+
+    def start(env: dict[str, str] | None = None) -> ProcHost:
+        host = ProcHost(tmp_path, env)
+        started.append(host)
+        return host
+
+    yield start
+    for host in started:
+        if host.proc.poll() is None:
+            host.proc.kill()
+            host.finish()
+
+
+@pytest.fixture
+def host(hosts: Callable[..., ProcHost]) -> ProcHost:
+    return hosts()
 
 
 def test_refuses_a_guardian_of_another_version(host: ProcHost) -> None:
     """A guardian of another version is refused, and the proc host exits silently."""
-    host.sock.sendall(encode_proc_host_frame(HostHello(peer_version="0.0.0-other")))
+    host.send(HostHello(peer_version="0.0.0-other"))
     refused = host.receive()
     assert isinstance(refused, Refused)
     assert refused.reason is Reason.PEER_VERSION_MISMATCH
@@ -88,20 +125,16 @@ def test_refuses_a_guardian_of_another_version(host: ProcHost) -> None:
 
 def test_spawned_worker_gets_exactly_its_descriptors(host: ProcHost) -> None:
     """A worker of the proc host inherits 0-5 and nothing of the proc host's own."""
-    host.sock.sendall(encode_proc_host_frame(HostHello(peer_version=__version__)))
-    assert isinstance(host.receive(), Welcome)
-    ours, theirs = socket.socketpair()
+    host.handshake()
     probe = "import os; print(sorted(int(f) for f in os.listdir('/proc/self/fd')), flush=True)"
-    spawn = Spawn(slot=0, argv=(sys.executable, "-c", probe))
-    socket.send_fds(host.sock, [encode_proc_host_frame(spawn)], [theirs.fileno()])
-    theirs.close()
+    ours = host.spawn(0, probe)
     spawned = host.receive()
     assert isinstance(spawned, Spawned)
     assert spawned.pid != host.proc.pid
     exited = host.receive()  # the probe prints and exits on its own
     assert isinstance(exited, Exited)
     assert (exited.slot, exited.exit_kind) == (0, "exit-0")
-    host.sock.sendall(encode_proc_host_frame(Quit()))
+    host.send(Quit())
     code, out, err = host.finish()
     ours.close()
     # listdir's own directory descriptor is the one extra entry.
@@ -109,3 +142,101 @@ def test_spawned_worker_gets_exactly_its_descriptors(host: ProcHost) -> None:
     assert listed[:6] == [0, 1, 2, 3, 4, 5]
     assert len(listed) == 7
     assert (code, err) == (0, b"")
+
+
+def test_never_signals_a_reaped_worker(hosts: Callable[..., ProcHost], tmp_path: Path) -> None:
+    """A ``signal`` for a slot whose worker was reaped is a no-op; a live one is signalled.
+
+    A reaped pid may belong to another process at any moment. Every ``kill`` and ``killpg``
+    of the real proc host is recorded.
+    """
+    log = tmp_path / "signals.log"
+    host = hosts(site_env(tmp_path / "site", SIGNAL_LOG, {**os.environ, SIGNAL_LOG_ENV: str(log)}))
+    host.handshake()
+    channels = [host.spawn(0, "pass"), host.spawn(1, "import time; time.sleep(60)")]
+    pids: dict[int, int] = {}
+    exited: dict[int, str] = {}
+    while len(pids) < 2 or 0 not in exited:  # the quick worker ran and was reaped
+        frame = host.receive()
+        if isinstance(frame, Spawned):
+            pids[frame.slot] = frame.pid
+        elif isinstance(frame, Exited):
+            exited[frame.slot] = frame.exit_kind
+        else:
+            raise AssertionError(frame)
+    for slot in (0, 1):
+        host.send(Signal(slot=slot, signal=SignalName.TERM))
+    frame = host.receive()
+    assert isinstance(frame, Exited)
+    assert (frame.slot, frame.exit_kind) == (1, "signal-term")
+    host.send(Quit())
+    assert host.finish() == (0, b"", b"")
+    for channel in channels:
+        channel.close()
+    assert signals_sent(log) == [(pids[1], signal.SIGTERM)]
+
+
+WITHOUT_POSIX = """
+import os, signal, socket, sys
+for name in ("fcntl", "termios", "resource", "grp", "pwd"):
+    sys.modules[name] = None  # what Windows lacks: an import of it raises ImportError
+for owner, name in (
+    (signal, "SIGCHLD"), (signal, "SIGHUP"), (signal, "SIGKILL"), (os, "killpg"),
+    (os, "setsid"), (os, "posix_spawn"), (socket, "recv_fds"), (socket, "send_fds"),
+):
+    delattr(owner, name)
+import coretsia.proc_host.__main__, coretsia.proc_host.host
+print("imported")
+"""
+
+
+def test_imports_without_posix_only_modules() -> None:
+    """The proc host imports where ``fcntl``, SIGCHLD, ``killpg`` or fd passing do not exist."""
+    result = subprocess.run(
+        [sys.executable, "-c", WITHOUT_POSIX],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, "imported\n", "")
+
+
+OTHER_VERSION = """
+import sys
+if "coretsia.proc_host" in sys.orig_argv:
+    import coretsia.proc_host._version
+    coretsia.proc_host._version.__version__ = "0.0.0-other"
+    if {welcomes}:  # it accepts the guardian anyway, and answers with its own version
+        import coretsia.worker_protocol.internal.handshake as handshake
+        handshake.check_peer_version = lambda mine, peer: None
+"""
+
+
+@pytest.fixture
+def pool_root() -> Iterator[Path]:
+    """A project root with a short path (its control socket lives in it)."""
+    with tempfile.TemporaryDirectory(prefix="cw-", dir="/tmp") as tmp:
+        path = Path(tmp).resolve()
+        write_root(path, driver="proc")
+        yield path
+        assert_none_left(path)
+
+
+@pytest.mark.parametrize("answer", ["refuses", "welcomes"])
+def test_a_proc_host_of_another_version_fails_the_start(
+    pool_root: Path, tmp_path: Path, answer: str
+) -> None:
+    """The pool fails with ``worker-peer-version-mismatch``, whichever side notices.
+
+    A real pool whose proc host believes it is another version: it refuses the guardian,
+    or it welcomes it with its own version and the guardian refuses it.
+    """
+    code = OTHER_VERSION.format(welcomes=answer == "welcomes")
+    supervisor = Supervisor(pool_root, env=site_env(tmp_path / "site", code))
+    try:
+        assert supervisor.finish() == 1
+    finally:
+        supervisor.close()
+    assert supervisor.error == "CORETSIA_WORKER_START_FAILED: worker-peer-version-mismatch"
+    assert not lock_held(pool_root)

@@ -1,7 +1,8 @@
 """Containment under every kill, for both drivers: no orphan, no overlap, a free lock.
 
 Budgets here are stop 1000 ms and force-kill 500 ms, so every death must be cleaned up
-within 2 s plus a small slack.
+within 2 s of the kill plus a small slack: no process of the generation left, the lock
+and the generation fence both free.
 """
 
 from __future__ import annotations
@@ -9,6 +10,9 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import psutil
@@ -24,28 +28,70 @@ from pools import (
     write_root,
 )
 
+from coretsia.worker_protocol import lock
+from coretsia.worker_protocol.lifecycle import FENCE_PATH, LOCATOR_PATH
+
 STOP_MS = 1000
 FORCE_KILL_MS = 500
 BUDGET_S = (STOP_MS + 2 * FORCE_KILL_MS) / 1000
-SLACK_S = 3.0
+SLACK_S = 1.0
+"""For a loaded 2-core machine: process exits, the supervisor's sweep, the polling here."""
+
+STATE_PATH = "var/tmp/worker.state.json"
+RUNTIME_FILES = (LOCATOR_PATH, "var/tmp/worker.sock", STATE_PATH)
+"""What the supervisor itself must remove, whatever killed its generation."""
 
 
 def _configure(root: Path, **worker: object) -> None:
     write_root(root, stop_timeout_ms=STOP_MS, force_kill_timeout_ms=FORCE_KILL_MS, **worker)
 
 
-def _state(root: Path) -> str:
+def _state(root: Path) -> dict[str, object]:
     try:
-        status: str = json.loads((root / "var/tmp/worker.state.json").read_text())["status"]
+        state: dict[str, object] = json.loads((root / STATE_PATH).read_text())
     except (FileNotFoundError, json.JSONDecodeError):
-        return ""
-    return status
+        return {}
+    return state
 
 
-def _assert_contained(root: Path) -> None:
-    """Within the budgets every process of the root is gone and the lock is free."""
-    assert wait_gone(root, BUDGET_S + SLACK_S) == []
-    wait_for(lambda: not lock_held(root), SLACK_S)
+def _free(root: Path) -> bool:
+    return not lock_held(root) and not lock.probe(str(root / FENCE_PATH))
+
+
+def _kill(proc: psutil.Process | Supervisor) -> float:
+    """SIGKILL one process of the tree; the instant of the kill, for :func:`_assert_contained`."""
+    killed_at = time.monotonic()
+    proc.kill()
+    return killed_at
+
+
+def _assert_contained(root: Path, killed_at: float) -> None:
+    """By the budgets plus the slack after the kill: no process of the root, lock and fence free."""
+    deadline = killed_at + BUDGET_S + SLACK_S
+    assert wait_gone(root, deadline - time.monotonic()) == []
+    wait_for(lambda: _free(root), max(0.0, deadline - time.monotonic()))
+
+
+def _children(proc: psutil.Process) -> list[psutil.Process]:
+    try:
+        return proc.children()
+    except psutil.NoSuchProcess:
+        return []
+
+
+@contextmanager
+def _stopping(root: Path) -> Iterator[None]:
+    """A ``stop`` client in flight, until the state file says ``stopping``."""
+    stop = subprocess.Popen(
+        [*SUPERVISOR, "stop", "--root", str(root)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: _state(root).get("status") == "stopping")
+        yield
+    finally:
+        stop.wait(timeout=30)
 
 
 class TestSupervisorDeath:
@@ -54,72 +100,70 @@ class TestSupervisorDeath:
         _configure(root, task_source="lifecycle_app:slow_ready")
         supervisor: Supervisor = supervisors(root)
         wait_for(lambda: len(supervisor.workers()) == 2)
-        supervisor.kill()
-        _assert_contained(root)
+        _assert_contained(root, _kill(supervisor))
 
     def test_while_running(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
         """SIGKILL of a running supervisor: the guardian stops and reaps everything."""
         _configure(root)
         supervisor = supervisors(root)
         supervisor.wait_running()
-        supervisor.kill()
-        _assert_contained(root)
+        _assert_contained(root, _kill(supervisor))
 
     def test_while_stopping(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
         """SIGKILL mid-stop changes nothing: the guardian finishes every phase itself."""
         _configure(root, task_source="lifecycle_app:stubborn")
         supervisor = supervisors(root)
         supervisor.wait_running()
-        stop = subprocess.Popen(
-            [*SUPERVISOR, "stop", "--root", str(root)],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            wait_for(lambda: _state(root) == "stopping")
-            supervisor.kill()
-            _assert_contained(root)
-        finally:
-            stop.wait(timeout=30)
+        with _stopping(root):
+            _assert_contained(root, _kill(supervisor))
 
     def test_start_during_cleanup_fails_fast_then_succeeds(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
         """A start while the guardian cleans up is refused; once the lock is free it works."""
         _configure(root, task_source="lifecycle_app:stubborn")
         supervisor = supervisors(root)
         supervisor.wait_running()
-        supervisor.kill()
+        killed_at = _kill(supervisor)
         early = supervisors(root)
         assert early.finish() == 1
         assert early.error == "CORETSIA_WORKER_ALREADY_RUNNING: worker-already-running"
-        _assert_contained(root)
+        _assert_contained(root, killed_at)
         again = supervisors(root)
         again.wait_running()
+        # The stale state file of the killed pool was replaced, not merely left alone.
+        assert _state(root)["pid"] == again.proc.pid
         assert cli(root, "stop").returncode == 0
         assert again.finish() == 0
 
 
 class TestHelperDeath:
-    def test_guardian_sigkill(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
-        """SIGKILL of the guardian: workers die too, the supervisor fails and cleans up."""
-        _configure(root)
-        supervisor = supervisors(root)
-        supervisor.wait_running()
-        supervisor.guardian().kill()
-        assert supervisor.finish() == 1
-        assert supervisor.error == ("CORETSIA_WORKER_LIFECYCLE_FAILED: worker-process-host-failed")
-        _assert_contained(root)
+    """SIGKILL of the guardian (either driver) or of the proc host, in every phase."""
 
-    def test_proc_host_sigkill(self, root: Path, supervisors, driver: str) -> None:  # type: ignore[no-untyped-def]
-        """SIGKILL of the proc host: its workers die, the pool fails with its token."""
-        if driver != "proc":
+    @pytest.mark.parametrize("phase", ["spawning", "running", "stopping"])
+    @pytest.mark.parametrize("victim", ["guardian", "proc-host"])
+    def test_helper_sigkill(  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors, driver: str, phase: str, victim: str
+    ) -> None:
+        """The workers die too; the supervisor fails with its token, removes its files, exits 1."""
+        if victim == "proc-host" and driver != "proc":
             pytest.skip("the fork driver has no proc host")
-        _configure(root)
-        supervisor = supervisors(root)
-        supervisor.wait_running()
-        supervisor.proc_host().kill()
-        assert supervisor.finish() == 1
-        assert supervisor.error == ("CORETSIA_WORKER_LIFECYCLE_FAILED: worker-process-host-failed")
-        _assert_contained(root)
+        task_source = {"spawning": "slow_ready", "running": "idle", "stopping": "stubborn"}[phase]
+        _configure(root, task_source=f"lifecycle_app:{task_source}")
+        supervisor: Supervisor = supervisors(root)
+        if phase == "spawning":
+            wait_for(lambda: len(supervisor.workers()) == 2)
+        else:
+            supervisor.wait_running()
+        helper = supervisor.guardian() if victim == "guardian" else supervisor.proc_host()
+        if phase == "stopping":
+            with _stopping(root):
+                killed_at = _kill(helper)
+                assert supervisor.finish() == 1
+        else:
+            killed_at = _kill(helper)
+            assert supervisor.finish() == 1
+        assert supervisor.error == "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-process-host-failed"
+        assert [path for path in RUNTIME_FILES if (root / path).exists()] == []
+        _assert_contained(root, killed_at)
 
 
 class TestDescendants:
@@ -135,14 +179,38 @@ class TestDescendants:
         # fork exited). The supervisor runs elsewhere: its working directory is ours.
         wait_for(lambda: len(processes_in(root)) >= 1 + 2 * 3)
         if ending == "stop":
+            ended_at = time.monotonic()
             assert cli(root, "stop").returncode == 0
             assert supervisor.finish() == 0
         elif ending == "supervisor-kill":
-            supervisor.kill()
+            ended_at = _kill(supervisor)
         else:
-            supervisor.guardian().kill()
+            ended_at = _kill(supervisor.guardian())
             assert supervisor.finish() == 1
-        _assert_contained(root)
+        _assert_contained(root, ended_at)
+
+    def test_adopted_orphans_are_reaped_at_once(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """An escapee the guardian adopted is reaped as soon as it dies: no zombie lingers.
+
+        The cleanup waits skip zombies, so this is the one check that the guardian's
+        reaper really reaps what it never spawned.
+        """
+        _configure(root, task_source="lifecycle_app:spawning")
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        guardian = supervisor.guardian()
+
+        def adopted() -> set[int]:
+            """The guardian's childless children: workers and the proc host have children."""
+            return {p.pid for p in guardian.children() if not _children(p)}
+
+        wait_for(lambda: len(adopted()) == 2)  # each worker's double-forked escapee
+        escapees = adopted()
+        for pid in escapees:
+            psutil.Process(pid).kill()
+        wait_for(lambda: not adopted() & escapees, SLACK_S)
+        assert cli(root, "stop").returncode == 0
+        assert supervisor.finish() == 0
 
 
 class TestGenerationFence:

@@ -28,11 +28,13 @@ WAIT = 60.0
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Iterator[Path]:
+def root(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A project root with the scenarios; a driver name as indirect parameter, or ``auto``."""
     root = tmp_path / "root"
     root.mkdir()
     shutil.copy(APP, root / "process_app.py")
-    pools.write_root(root, workers=1, stop_timeout_ms=3000)  # only [worker] is read
+    driver = getattr(request, "param", None)
+    pools.write_root(root, workers=1, stop_timeout_ms=3000, driver=driver)  # only [worker] is read
     yield root
     pools.assert_none_left(root)
 
@@ -117,9 +119,12 @@ def spawn_gaps(script: Script, slot: int) -> list[float]:
 # -- a pool of plain functions ---------------------------------------------------------
 
 
+@pytest.mark.parametrize("root", ["fork", "proc"], indirect=True)
 def test_returning_entries_are_replaced_and_a_worker_stops_the_pool(root: Path) -> None:
     script = run(root, "run")
     assert script.result == "returned", script.stderr
+    (starting,) = logged(script, "pool.starting")
+    assert f'driver = "{starting["driver"]}"' in (root / "coretsia.toml").read_text()
     # start() put the process back as it found it: logger, subreaper role, umask.
     state = "state handlers=0 subreaper=0 umask=022"
     assert script.stdout.splitlines()[0] == f"before {state}"
@@ -174,12 +179,14 @@ def test_manager_stop_from_another_thread_of_the_parent(root: Path) -> None:
     assert pools.events(root, "steady-stop") == [["steady-stop", "0", "True"]]
 
 
+@pytest.mark.parametrize("root", ["fork", "proc"], indirect=True)
 @pytest.mark.parametrize("how", ["sigterm", "sigint", "cli"])
 def test_the_parent_stops_on_a_signal_or_the_cli(root: Path, how: str) -> None:
     script = Script(root, "serve")
     script.wait_running()
-    status = pools.cli(root, "status", "--json")
-    assert json.loads(status.stdout)["worker_count"] == 2
+    status = json.loads(pools.cli(root, "status", "--json").stdout)
+    assert status["worker_count"] == 2
+    assert f'driver = "{status["driver"]}"' in (root / "coretsia.toml").read_text()
     if how == "cli":
         assert pools.cli(root, "stop").returncode == 0
     else:

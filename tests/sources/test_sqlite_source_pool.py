@@ -50,18 +50,25 @@ max_attempts = 2
 QUEUE_CLI = str(Path(sys.executable).with_name("coretsia-sqlite-queue"))
 
 
-def make_root(tmp: str) -> Path:
+def make_root(tmp: str, driver: str | None = None) -> Path:
+    """A root for the sqlite source; ``driver`` set, or left to ``auto``."""
     path = Path(tmp).resolve()
-    (path / "coretsia.toml").write_text(textwrap.dedent(CONFIG))
+    config = textwrap.dedent(CONFIG)
+    if driver is not None:
+        config = config.replace("[worker]\n", f'[worker]\ndriver = "{driver}"\n', 1)
+    (path / "coretsia.toml").write_text(config)
     (path / "sqlite_pool_app.py").write_text(textwrap.dedent(APP))
     return path
 
 
 @pytest.fixture
-def root() -> Iterator[Path]:
-    """A project root configured for the sqlite source; nothing may be left running in it."""
+def root(request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A project root configured for the sqlite source; nothing may be left running in it.
+
+    Parametrized indirectly by a driver name where a test runs once per driver.
+    """
     with tempfile.TemporaryDirectory(prefix="cq-", dir="/tmp") as tmp:
-        path = make_root(tmp)
+        path = make_root(tmp, getattr(request, "param", None))
         yield path
         assert_none_left(path)
 
@@ -117,10 +124,13 @@ def handled(root: Path) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("root", ["fork", "proc"], indirect=True)
 def test_a_pool_drains_the_queue_and_stops_at_once(
     root: Path, start: Callable[[Path], Supervisor]
 ) -> None:
     supervisor = start(root)
+    driver = json.loads(cli(root, "status", "--json").stdout)["driver"]
+    assert f'driver = "{driver}"' in (root / "coretsia.toml").read_text()  # the one asked for
     payloads = [f"job-{i}" for i in range(30)] + ["bad"]
     assert queue_cli(root, "enqueue", stdin="\n".join(payloads) + "\n") == "enqueued 31\n"
     wait_for(lambda: stats(root) == {"pending": 0, "in_flight": 0, "done": 30, "failed": 1}, 15)

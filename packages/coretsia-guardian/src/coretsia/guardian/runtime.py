@@ -23,19 +23,19 @@ import logging
 import math
 import os
 import signal
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import psutil
 import trio
 
-from coretsia.guardian.backends import Backend, ForkBackend, ProcBackend
+from coretsia.guardian.backends import Backend, ForkBackend
 from coretsia.guardian.channel import FramedChannel
 from coretsia.guardian.exit_kind import exit_kind
 from coretsia.guardian.logs import event
 from coretsia.guardian.reaper import reap_forever
 from coretsia.guardian.spawner import Spawner
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.exceptions import ProtocolError
+from coretsia.worker_protocol.exceptions import ProtocolError, WorkerError
 from coretsia.worker_protocol.internal.guardian import (
     Drained,
     Exited,
@@ -53,6 +53,9 @@ from coretsia.worker_protocol.internal.guardian import (
 )
 from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
 from coretsia.worker_protocol.vocabulary import Driver, ShutdownPhase
+
+if TYPE_CHECKING:
+    from coretsia.guardian.proc_backend import ProcBackend
 
 _RECHECK_S: Final = 0.05
 _STUCK_RECHECK_S: Final = 1.0
@@ -84,10 +87,13 @@ class Generation:
         if self._hello.driver is Driver.FORK:
             self._backend = ForkBackend(self._spawner, env, shared)
             return True
+        # Only the selected driver is imported: a fork guardian never loads the proc host's.
+        from coretsia.guardian.proc_backend import ProcBackend
+
         try:
             self._host = await ProcBackend.start(self._spawner, env, shared, self._on_host_exit)
-        except (OSError, ProtocolError, trio.BrokenResourceError, trio.ClosedResourceError):
-            self.post(GenerationFailed(reason=Reason.PROCESS_HOST_FAILED))
+        except WorkerError as exc:  # worker-peer-version-mismatch, worker-process-host-failed
+            self.post(GenerationFailed(reason=exc.reason))
             return False
         self._backend = self._host
         nursery.start_soon(self._watch_host, self._host)

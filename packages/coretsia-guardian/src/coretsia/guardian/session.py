@@ -13,6 +13,7 @@ from coretsia.guardian.runtime import receive_frame, run_generation
 from coretsia.guardian.subreaper import become_subreaper
 from coretsia.worker_protocol import lock
 from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.exceptions import WorkerStartFailedError
 from coretsia.worker_protocol.internal.guardian import (
     Hello,
     Locked,
@@ -21,6 +22,7 @@ from coretsia.worker_protocol.internal.guardian import (
     Welcome,
     encode_guardian_frame,
 )
+from coretsia.worker_protocol.internal.handshake import check_peer_version
 from coretsia.worker_protocol.lifecycle import FENCE_PATH, LOCK_PATH
 
 HANDSHAKE_TIMEOUT_S = 30.0
@@ -39,8 +41,10 @@ async def _run(channel_fd: int) -> int:
             hello = await receive_frame(channel)
         if not isinstance(hello, Hello):
             return 1
-        if hello.peer_version != __version__:
-            await _send(channel, Refused(reason=Reason.PEER_VERSION_MISMATCH))
+        try:
+            check_peer_version(__version__, hello.peer_version)
+        except WorkerStartFailedError as exc:
+            await _send(channel, Refused(reason=exc.reason))
             return 1
         os.umask(hello.umask)
         configure("json" if hello.log_json else "text")

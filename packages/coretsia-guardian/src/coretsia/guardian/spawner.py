@@ -83,7 +83,11 @@ class Spawner:
         return outcome
 
     def close(self) -> None:
-        """Stop the thread (its children are not affected until the guardian exits)."""
+        """Stop the thread, once the generation is gone.
+
+        Its exit is what fires the parent-death signal of every child it spawned (Linux):
+        a worker still alive at this point is SIGKILLed by the kernel.
+        """
         self._requests.put(None)
         self._thread.join()
 

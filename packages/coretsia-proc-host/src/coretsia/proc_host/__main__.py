@@ -32,9 +32,9 @@ def main() -> None:
         os._exit(2)
     if not (armed and matches):
         os._exit(1)
-    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, _ignore)
     try:
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # no SIGHUP on Windows
+            signal.signal(sig, _ignore)
         from coretsia.proc_host.host import run
 
         code = run()

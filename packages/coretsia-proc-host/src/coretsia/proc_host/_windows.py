@@ -3,18 +3,23 @@
 On POSIX a worker dies with its parent through the parent-death signal; Windows has no
 such thing, but a process assigned to a job with ``JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE``
 is terminated when the last handle to the job closes, which happens when the proc host
-exits however it exits. Not exercised by the test suite (see docs/reliability.md).
+exits however it exits. Never run: the proc host cannot serve on Windows yet, and the
+test suite runs on Linux only (see docs/reliability.md).
 """
 
 from __future__ import annotations
 
 import ctypes
 import subprocess
+from collections.abc import Mapping
 from ctypes import wintypes
 from typing import Any
 
 _JOB_OBJECT_EXTENDED_LIMIT_INFORMATION = 9
 _JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE = 0x2000
+# subprocess defines these names on Windows only.
+_CREATE_SUSPENDED = 0x00000004
+_CREATE_NEW_PROCESS_GROUP = 0x00000200
 
 
 class _BasicLimits(ctypes.Structure):
@@ -62,6 +67,7 @@ class Job:
     def __init__(self) -> None:
         kernel32: Any = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
         self._kernel32 = kernel32
+        self._ntdll: Any = ctypes.WinDLL("ntdll")  # type: ignore[attr-defined]
         self._handle = kernel32.CreateJobObjectW(None, None)
         if not self._handle:
             raise OSError(ctypes.get_last_error())  # type: ignore[attr-defined]
@@ -75,8 +81,23 @@ class Job:
         ):
             raise OSError(ctypes.get_last_error())  # type: ignore[attr-defined]
 
-    def assign(self, proc: subprocess.Popen[bytes]) -> None:
-        """Put a freshly started worker into the job."""
+    def start(self, argv: list[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
+        """Start a worker inside the job: created suspended, assigned, then resumed.
+
+        Assigning a worker that already runs would leave it a moment outside the job, in
+        which it could start a child that the job never holds. A suspended worker runs
+        nothing before it is in the job. ``NtResumeProcess`` resumes it by its process
+        handle (``Popen`` keeps no handle on its main thread); psutil resumes processes
+        the same way.
+        """
+        proc = subprocess.Popen(
+            argv, env=dict(env), creationflags=_CREATE_SUSPENDED | _CREATE_NEW_PROCESS_GROUP
+        )
         handle = proc._handle  # type: ignore[attr-defined]
-        if not self._kernel32.AssignProcessToJobObject(self._handle, handle):
-            raise OSError(ctypes.get_last_error())  # type: ignore[attr-defined]
+        assigned = bool(self._kernel32.AssignProcessToJobObject(self._handle, handle))
+        # An NTSTATUS: 0 is success. Never resumed outside the job.
+        if not (assigned and self._ntdll.NtResumeProcess(handle) == 0):
+            proc.kill()  # TerminateProcess: it never ran an instruction of its own
+            proc.wait()
+            raise OSError
+        return proc

@@ -11,23 +11,28 @@ close-on-exec, and parks ``/dev/null`` on 3, 4 and 5. For each spawn it places t
 worker's channel, the stop pipe and the fence there, passes exactly those, and parks
 ``/dev/null`` again; it is single-threaded, so nothing else can spawn in between. No
 worker ever inherits the guardian connection.
+
+Portability: the module imports anywhere (nothing POSIX-only at import time: ``fcntl``
+is imported where it is used), but serving is POSIX-only in practice: descriptor passing
+(``recv_fds``, ``pass_fds``), SIGCHLD, ``killpg`` and a ``select`` over a pipe have no
+Windows form here (see docs/reliability.md).
 """
 
 from __future__ import annotations
 
 import collections
-import fcntl
 import os
 import selectors
 import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import Final, Protocol
 
 from coretsia.proc_host._version import __version__
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.exceptions import ProtocolError
+from coretsia.worker_protocol.exceptions import ProtocolError, WorkerStartFailedError
 from coretsia.worker_protocol.framing import LineFramer, Need
 from coretsia.worker_protocol.internal.exit_kind import from_returncode
 from coretsia.worker_protocol.internal.guardian import (
@@ -38,6 +43,7 @@ from coretsia.worker_protocol.internal.guardian import (
     SpawnFailed,
     Welcome,
 )
+from coretsia.worker_protocol.internal.handshake import check_peer_version
 from coretsia.worker_protocol.internal.proc_host import (
     HostHello,
     ProcHostFrame,
@@ -58,6 +64,8 @@ _MAX_FDS: Final = 8
 
 
 def _move_high(fd: int) -> int:
+    import fcntl  # POSIX only, like everything that calls this
+
     high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _HIGH_FD)
     os.close(fd)
     return high
@@ -134,8 +142,10 @@ class Host:
         hello = decode_proc_host_frame(frame)
         if not isinstance(hello, HostHello):
             return False
-        if hello.peer_version != __version__:
-            self._send(Refused(reason=Reason.PEER_VERSION_MISMATCH))
+        try:
+            check_peer_version(__version__, hello.peer_version)
+        except WorkerStartFailedError as exc:
+            self._send(Refused(reason=exc.reason))
             return False
         self._send(Welcome(peer_version=__version__, pid=os.getpid()))
         return True
@@ -154,23 +164,27 @@ class Host:
                 (self._fence, FENCE_FD),
             ):
                 os.dup2(source, target)
-            proc = subprocess.Popen(
-                list(frame.argv),
-                pass_fds=(CHANNEL_FD, STOP_FD, FENCE_FD),
-                close_fds=True,
-                start_new_session=True,
-                env=self._env,
-            )
+            proc = self._start(list(frame.argv))
         except OSError:
             self._send(SpawnFailed(slot=frame.slot, reason=Reason.FORK_FAILED))
             return
         finally:
             os.close(channel_fd)
             _reserve_slots()
-        if self._job is not None:  # pragma: no cover - Windows only
-            self._job.assign(proc)
         self._workers[frame.slot] = proc
         self._send(Spawned(slot=frame.slot, pid=proc.pid))
+
+    def _start(self, argv: list[str]) -> subprocess.Popen[bytes]:
+        """Start one worker with exactly its three descriptors, in a session of its own."""
+        if self._job is not None:  # pragma: no cover - Windows only
+            return self._job.start(argv, self._env)
+        return subprocess.Popen(
+            argv,
+            pass_fds=(CHANNEL_FD, STOP_FD, FENCE_FD),
+            close_fds=True,
+            start_new_session=True,
+            env=self._env,
+        )
 
     def _signal(self, frame: Signal) -> None:
         proc = self._workers.get(frame.slot)
@@ -231,7 +245,7 @@ class Host:
 
 
 class _JobLike(Protocol):
-    def assign(self, proc: subprocess.Popen[bytes]) -> None: ...
+    def start(self, argv: list[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]: ...
 
 
 def _job_object() -> _JobLike | None:

@@ -22,7 +22,6 @@ from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import (
     ProtocolError,
     WorkerLifecycleFailedError,
-    WorkerStartFailedError,
     error_for,
 )
 from coretsia.worker_protocol.internal.guardian import (
@@ -34,6 +33,7 @@ from coretsia.worker_protocol.internal.guardian import (
     decode_guardian_frame,
     encode_guardian_frame,
 )
+from coretsia.worker_protocol.internal.handshake import check_peer_version
 
 HANDSHAKE_TIMEOUT_S: Final = 30.0
 """Bound on the guardian's start-up, handshake and lock claim (an interpreter and trio)."""
@@ -78,8 +78,7 @@ class GuardianLink:
                 raise error_for(welcome.reason)
             if not isinstance(welcome, Welcome):
                 raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED)
-            if welcome.peer_version != __version__:
-                raise WorkerStartFailedError(Reason.PEER_VERSION_MISMATCH)
+            check_peer_version(__version__, welcome.peer_version)
             locked = await self.receive()
         except trio.TooSlowError:
             raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from None

@@ -120,7 +120,11 @@ class Exited:
 
 @attrs.frozen(kw_only=True)
 class GenerationFailed:
-    """Guardian to supervisor: the generation broke (the proc host died): fail the pool."""
+    """Guardian to supervisor: the generation broke: fail the pool with ``reason``.
+
+    The proc host died (``worker-process-host-failed``) or failed its handshake: of
+    another version (``worker-peer-version-mismatch``) or for any other cause.
+    """
 
     TAG: ClassVar[str] = "generation-failed"
     version: Literal[1] = 1

@@ -1,0 +1,189 @@
+"""The ``proc`` driver's backend: workers are children of the proc host, over its channel.
+
+The guardian spawns one ``coretsia-proc-host`` and asks it, over the proc-host channel,
+to spawn, signal and finally forget the workers; the proc host owns their ``Popen``
+handles (and, on Windows, a Job Object). Workers' exits reach the guardian as ``exited``
+frames from the proc host. If the proc host dies, its workers die with it (their
+parent-death signal) and re-parent to the guardian, a subreaper, which reaps them.
+
+Imported only when the driver is ``proc`` (see :mod:`coretsia.guardian.runtime`): a
+``fork`` guardian never loads this module nor the proc-host frames.
+"""
+
+from __future__ import annotations
+
+import math
+import signal
+import socket
+import sys
+from collections.abc import Mapping
+from typing import Final
+
+import trio
+
+from coretsia.guardian._version import __version__
+from coretsia.guardian.backends import ExitReport
+from coretsia.guardian.channel import FramedChannel
+from coretsia.guardian.spawner import Spawner, SpawnRequest
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.exceptions import (
+    ProtocolError,
+    WorkerLifecycleFailedError,
+    error_for,
+)
+from coretsia.worker_protocol.internal.guardian import (
+    Exited,
+    Refused,
+    Spawn,
+    Spawned,
+    SpawnFailed,
+    Welcome,
+)
+from coretsia.worker_protocol.internal.handshake import check_peer_version
+from coretsia.worker_protocol.internal.proc_host import (
+    HostHello,
+    ProcHostFrame,
+    Quit,
+    Signal,
+    SignalName,
+    decode_proc_host_frame,
+    encode_proc_host_frame,
+)
+
+HOST_HANDSHAKE_TIMEOUT_S: Final = 30.0
+
+_LOST: Final = (OSError, trio.BrokenResourceError, trio.ClosedResourceError)
+
+
+class ProcBackend:
+    """Workers are children of the proc host, driven over its channel."""
+
+    def __init__(self, channel: FramedChannel, pid: int, on_exit: ExitReport) -> None:
+        self._channel = channel
+        self.pid = pid
+        self._on_exit = on_exit
+        self._pending: dict[int, trio.MemorySendChannel[Spawned | SpawnFailed]] = {}
+        self.lost = trio.Event()
+        # Unbounded, like the guardian's outbox: a shutdown phase queues one Signal per
+        # worker at once (up to 1,024), and a dropped one is a worker never signalled.
+        self._send_queue, self._send_reader = trio.open_memory_channel[bytes](math.inf)
+
+    @classmethod
+    async def start(
+        cls,
+        spawner: Spawner,
+        env: Mapping[str, str],
+        shared_fds: tuple[int, int],
+        on_exit: ExitReport,
+    ) -> ProcBackend:
+        """Spawn the proc host and complete its handshake.
+
+        Raises ``worker-peer-version-mismatch`` when the proc host is of another version
+        (whichever side notices it: the supervisor must be able to say so), and
+        ``worker-process-host-failed`` for any other failure.
+        """
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            argv = (sys.executable, "-m", "coretsia.proc_host")
+            pid = await spawner.spawn(SpawnRequest(argv, env, (theirs.fileno(), *shared_fds)))
+        except OSError as exc:
+            ours.close()
+            raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from exc
+        finally:
+            theirs.close()
+        channel = FramedChannel(trio.socket.from_stdlib_socket(ours))
+        try:
+            await _handshake(channel)
+        except BaseException:
+            channel.close()  # the proc host sees the end of its channel and exits
+            raise
+        return cls(channel, pid, on_exit)
+
+    async def run(self) -> None:
+        """Pump frames both ways until the proc host is gone; run in the nursery."""
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._write)
+            try:
+                while True:
+                    line = await self._channel.receive()
+                    if line is None:
+                        break
+                    self._dispatch(decode_proc_host_frame(line))
+            except (*_LOST, ProtocolError):
+                pass
+            self.lost.set()
+            for pending in self._pending.values():
+                pending.close()
+            nursery.cancel_scope.cancel()
+
+    def _dispatch(self, frame: ProcHostFrame) -> None:
+        if isinstance(frame, (Spawned, SpawnFailed)):
+            pending = self._pending.pop(frame.slot, None)
+            if pending is not None:
+                pending.send_nowait(frame)
+        elif isinstance(frame, Exited):
+            self._on_exit(frame)
+
+    async def _write(self) -> None:
+        async for data in self._send_reader:
+            try:
+                await self._channel.send(data)
+            except _LOST:
+                return
+
+    async def spawn(
+        self, slot: int, argv: tuple[str, ...], channel_fd: int
+    ) -> Spawned | SpawnFailed:
+        failed = SpawnFailed(slot=slot, reason=Reason.PROCESS_HOST_FAILED)
+        if self.lost.is_set():
+            return failed
+        send, receive = trio.open_memory_channel[Spawned | SpawnFailed](1)
+        self._pending[slot] = send
+        try:
+            await self._channel.send(
+                encode_proc_host_frame(Spawn(slot=slot, argv=argv)), (channel_fd,)
+            )
+        except _LOST:
+            self._pending.pop(slot, None)
+            return failed
+        try:
+            return await receive.receive()
+        except trio.EndOfChannel:
+            return failed
+
+    def signal(self, slot: int, pid: int, sig: signal.Signals) -> None:
+        name = SignalName.KILL if sig == signal.SIGKILL else SignalName.TERM
+        try:
+            self._send_queue.send_nowait(encode_proc_host_frame(Signal(slot=slot, signal=name)))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass  # the proc host is gone: its workers die of their parent-death signal
+
+    def helper_pids(self) -> frozenset[int]:
+        return frozenset({self.pid})
+
+    async def close(self, budget_s: float) -> None:
+        """Ask the proc host to quit and wait (bounded) for its channel to close."""
+        try:
+            self._send_queue.send_nowait(encode_proc_host_frame(Quit()))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        with trio.move_on_after(budget_s):
+            await self.lost.wait()
+        self._channel.close()
+
+
+async def _handshake(channel: FramedChannel) -> None:
+    """``host-hello``, then a ``welcome`` of our own version; raises WorkerError otherwise."""
+    with trio.move_on_after(HOST_HANDSHAKE_TIMEOUT_S):
+        try:
+            await channel.send(encode_proc_host_frame(HostHello(peer_version=__version__)))
+            line = await channel.receive()
+            answer = None if line is None else decode_proc_host_frame(line)
+        except (*_LOST, ProtocolError):
+            answer = None
+        if isinstance(answer, Refused):
+            raise error_for(answer.reason)
+        if isinstance(answer, Welcome):
+            check_peer_version(__version__, answer.peer_version)
+            return
+    raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED)

@@ -1,0 +1,200 @@
+"""Driver selection (seed 000): ``auto`` resolves by what the platform offers, an explicit
+choice is honoured or refused, and a failed spawn never falls back to the other driver.
+
+The resolver is tested against every combination of the facts it reads (``sys.platform``,
+``os.posix_spawn``, ``socket.send_fds``), removed for the duration of a call; then real
+supervisors show the same rules from the command line and the no-fallback rule at spawn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pools
+import pytest
+from site_hooks import site_env
+
+from coretsia.supervisor.drivers import resolve_driver
+from coretsia.worker_protocol.catalogue import ConfigRule
+from coretsia.worker_protocol.exceptions import WorkerConfigError
+from coretsia.worker_protocol.vocabulary import Driver, DriverRequest
+
+AUTO, FORK, PROC = DriverRequest.AUTO, DriverRequest.FORK, DriverRequest.PROC
+UNAVAILABLE = None
+
+PLATFORMS = {
+    "posix": (),  # fork-exec and descriptor passing
+    "no-posix-spawn": ("posix_spawn",),  # descriptor passing only
+    "no-fd-passing": ("send_fds",),  # fork-exec only
+    "neither": ("posix_spawn", "send_fds"),
+    "windows": ("win32",),
+}
+
+EXPECTED = {
+    "posix": {AUTO: Driver.FORK, FORK: Driver.FORK, PROC: Driver.PROC},
+    "no-posix-spawn": {AUTO: Driver.PROC, FORK: UNAVAILABLE, PROC: Driver.PROC},
+    "no-fd-passing": {AUTO: Driver.FORK, FORK: Driver.FORK, PROC: UNAVAILABLE},
+    "neither": {AUTO: UNAVAILABLE, FORK: UNAVAILABLE, PROC: UNAVAILABLE},
+    "windows": {AUTO: UNAVAILABLE, FORK: UNAVAILABLE, PROC: UNAVAILABLE},
+}
+
+
+def _remove(monkeypatch: pytest.MonkeyPatch, missing: tuple[str, ...]) -> None:
+    if "posix_spawn" in missing:
+        monkeypatch.delattr(os, "posix_spawn")
+    if "send_fds" in missing:
+        monkeypatch.delattr(socket, "send_fds")
+    if "win32" in missing:
+        monkeypatch.setattr(sys, "platform", "win32")
+
+
+@pytest.mark.parametrize("requested", [AUTO, FORK, PROC])
+@pytest.mark.parametrize("platform", sorted(PLATFORMS))
+def test_resolution(
+    monkeypatch: pytest.MonkeyPatch, platform: str, requested: DriverRequest
+) -> None:
+    """``auto`` is fork, else proc, else an error; an explicit driver is never replaced."""
+    expected = EXPECTED[platform][requested]
+    with monkeypatch.context() as patched:
+        _remove(patched, PLATFORMS[platform])
+        try:
+            resolved: Driver | WorkerConfigError = resolve_driver(requested)
+        except WorkerConfigError as exc:
+            resolved = exc
+    if expected is UNAVAILABLE:
+        assert isinstance(resolved, WorkerConfigError)
+        assert (resolved.key, resolved.rule) == ("worker.driver", ConfigRule.UNAVAILABLE)
+    else:
+        assert resolved is expected
+
+
+# -- real supervisors ------------------------------------------------------------------
+
+WITHOUT = """
+import os, socket, sys
+for owner, name in ((os, "posix_spawn"), (socket, "send_fds")):
+    if name in sys.argv[1].split(","):
+        delattr(owner, name)
+del sys.argv[1]
+from coretsia.supervisor.cli import main
+main()
+"""
+"""The real ``coretsia-supervisor`` in a process that lacks what ``argv[1]`` names."""
+
+
+@pytest.fixture
+def root() -> Iterator[Path]:
+    """A project root with a short path (its control socket lives in it)."""
+    with tempfile.TemporaryDirectory(prefix="cw-", dir="/tmp") as tmp:
+        path = Path(tmp).resolve()
+        yield path
+        pools.assert_none_left(path)
+
+
+@pytest.mark.parametrize(
+    ("driver", "missing"),
+    [("fork", "posix_spawn"), ("proc", "send_fds"), ("auto", "posix_spawn,send_fds")],
+)
+def test_start_refuses_an_unavailable_driver(root: Path, driver: str, missing: str) -> None:
+    """A configuration error before anything is spawned, never the other driver."""
+    pools.write_root(root, driver=driver)
+    result = subprocess.run(
+        [sys.executable, "-c", WITHOUT, missing, "start", "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 6
+    assert result.stderr.strip() == (
+        "CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid "
+        "(key worker.driver, rule unavailable)"
+    )
+    assert not (root / "var/generations").exists()
+
+
+def test_auto_without_fork_exec_runs_the_proc_driver(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``auto`` on a platform without ``posix_spawn`` runs the whole pool with ``proc``."""
+    pools.write_root(root, driver="auto", workers=1)
+    monkeypatch.setattr(pools, "SUPERVISOR", [sys.executable, "-c", WITHOUT, "posix_spawn"])
+    supervisor = pools.Supervisor(root)
+    try:
+        supervisor.wait_running()
+        assert json.loads(pools.cli(root, "status", "--json").stdout)["driver"] == "proc"
+        state = json.loads((root / "var/tmp/worker.state.json").read_text())
+        assert (state["driver_requested"], state["driver"]) == ("auto", "proc")
+        assert len(supervisor._named("coretsia.proc_host")) == 1
+        assert pools.cli(root, "stop").returncode == 0
+        assert supervisor.finish() == 0
+    finally:
+        supervisor.close()
+
+
+SPAWN_LOG = """
+import json, os, sys
+def _note(event, argv):
+    with open(os.environ["CORETSIA_TEST_SPAWN_LOG"], "a") as log:
+        log.write(json.dumps([os.getpid(), event, list(argv)]) + "\\n")
+_note("start", sys.orig_argv)
+_posix_spawn = os.posix_spawn
+def _logged(path, argv, *args, **kwargs):
+    _note("posix_spawn", argv)
+    return _posix_spawn(path, argv, *args, **kwargs)
+os.posix_spawn = _logged
+"""
+"""Records every interpreter's start and every ``posix_spawn`` it calls."""
+
+UNEXECUTABLE_WORKER = """
+from coretsia.supervisor import cli, supervisor
+argv = supervisor.Supervisor._argv
+supervisor.Supervisor._argv = lambda self, slot: ("/nonexistent/python", *argv(self, slot)[1:])
+cli.main()
+"""
+"""The real ``coretsia-supervisor`` asking for workers whose executable does not exist."""
+
+
+@pytest.mark.parametrize("driver", ["fork", "proc"])
+def test_a_failed_spawn_never_falls_back_to_the_other_driver(
+    root: Path, tmp_path: Path, driver: str
+) -> None:
+    """The start fails with ``worker-fork-failed``; the other driver is never started.
+
+    With ``fork`` no proc host ever starts; with ``proc`` the guardian spawns the proc
+    host and nothing else (the proc host's own attempt is what failed).
+    """
+    pools.write_root(root, driver=driver, workers=1)
+    log = tmp_path / "spawns.log"
+    env = {**os.environ, "CORETSIA_TEST_SPAWN_LOG": str(log)}
+    result = subprocess.run(
+        [sys.executable, "-c", UNEXECUTABLE_WORKER, "start", "--root", str(root)],
+        env=site_env(tmp_path / "site", SPAWN_LOG, env),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 1
+    errors = [line for line in result.stderr.splitlines() if not line.startswith("{")]
+    assert errors == ["CORETSIA_WORKER_FORK_FAILED: worker-fork-failed"]
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    started = {pid: argv for pid, event, argv in entries if event == "start"}
+    (guardian,) = [pid for pid, argv in started.items() if "coretsia.guardian" in argv]
+    by_guardian = [
+        argv for pid, event, argv in entries if event == "posix_spawn" and pid == guardian
+    ]
+    hosts = [pid for pid, argv in started.items() if "coretsia.proc_host" in argv]
+    if driver == "fork":
+        assert [argv[0] for argv in by_guardian] == ["/nonexistent/python"]
+        assert hosts == []
+    else:
+        assert by_guardian == [[sys.executable, "-m", "coretsia.proc_host"]]
+        assert len(hosts) == 1
