@@ -7,7 +7,8 @@ import time
 from pathlib import Path
 
 import psutil
-from pools import cli, lock_held, processes_in, wait_gone, write_root
+from faults import fault_env
+from pools import cli, lock_held, processes_in, wait_for, wait_gone, write_root
 
 STOP_MS = 1000
 FORCE_KILL_MS = 500
@@ -36,6 +37,37 @@ class TestBoundedShutdown:
         assert supervisor.finish() == 0
         assert not any(w.is_running() for w in workers)
         assert processes_in(root) == []
+
+
+class TestSurvivor:
+    def test_process_surviving_sigkill(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A process even SIGKILL cannot end: stop and start say worker-shutdown-failed at
+        once, and the guardian keeps the lock until the process is gone, then frees it."""
+        write_root(root, stop_timeout_ms=STOP_MS, force_kill_timeout_ms=FORCE_KILL_MS)
+        survivor = root / "survivor"  # the guardian sees a live process while this exists
+        survivor.touch()
+        supervisor = supervisors(root, env=fault_env("survivor", str(survivor)))
+        supervisor.wait_running()
+        guardian = supervisor.guardian()
+        budget = (STOP_MS + 2 * FORCE_KILL_MS) / 1000
+        started = time.monotonic()
+        stop = cli(root, "stop")
+        elapsed = time.monotonic() - started
+        assert (stop.returncode, stop.stdout) == (1, ""), stop.stderr
+        assert stop.stderr == "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-shutdown-failed\n"
+        assert budget <= elapsed < budget + SLACK_S  # every phase ran, then the answer came
+        assert lock_held(root)
+        # Not finish(): the guardian, still alive, holds the supervisor's output pipes.
+        assert supervisor.proc.wait(timeout=30) == 1
+        assert lock_held(root)
+        assert guardian.is_running()
+        assert not (root / "var/tmp/worker.lifecycle.json").exists()
+        assert not (root / "var/tmp/worker.sock").exists()
+        survivor.unlink()
+        wait_for(lambda: not lock_held(root), timeout=10)
+        assert supervisor.finish() == 1
+        assert supervisor.error == "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-shutdown-failed"
+        assert wait_gone(root) == []
 
 
 class TestChildExit:
