@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import stat
 import subprocess
 from pathlib import Path
 
@@ -120,6 +121,54 @@ class TestStartStatusStop:
         assert cli(root, "health").returncode == 0
         assert cli(root, "stop").returncode == 0
         assert supervisor.finish() == 0
+
+
+class TestRuntimePaths:
+    def test_runtime_paths_in_directories_that_do_not_exist_yet(
+        self, root: Path, supervisors
+    ) -> None:  # type: ignore[no-untyped-def]
+        """start creates the directories of the runtime paths (0700), through a symlink
+        that stays inside the root too, and the pool runs and stops as usual."""
+        (root / "data").mkdir()
+        (root / "link").symlink_to("data")
+        write_root(
+            root,
+            socket_path="run/worker.sock",
+            state_path="link/state/worker.state.json",
+            stop_flag_path="run/flags/stop",
+        )
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        for directory in ("run", "run/flags", "data/state"):
+            assert stat.S_IMODE((root / directory).stat().st_mode) == 0o700, directory
+        assert json.loads((root / "data/state/worker.state.json").read_text())["status"] == (
+            "running"
+        )
+        assert cli(root, "status").returncode == 0
+        stop = cli(root, "stop")
+        assert stop.returncode == 0, stop.stderr
+        assert supervisor.finish() == 0
+        assert not (root / "run/worker.sock").exists()
+        assert not (root / "data/state/worker.state.json").exists()
+
+    def test_runtime_path_through_a_symlink_out_of_the_root(
+        self, root: Path, supervisors, tmp_path: Path
+    ) -> None:  # type: ignore[no-untyped-def]
+        """A runtime path whose directory leads out of the root is a configuration error,
+        refused before anything is written, there or in the root."""
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (root / "run").symlink_to(outside)
+        write_root(root, socket_path="run/worker.sock")
+        supervisor = supervisors(root)
+        assert supervisor.finish() == 6
+        assert supervisor.error == (
+            "CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid "
+            "(key worker.socket_path, rule unsafe-path)"
+        )
+        assert list(outside.iterdir()) == []
+        assert not (root / "var").exists()
+        assert wait_gone(root) == []
 
 
 class TestNotRunning:

@@ -67,6 +67,19 @@ class TestRuntimeFiles:
         )
         assert wait_gone(root) == []
 
+    @pytest.mark.parametrize("link", ["var", "var/tmp", "var/generations"])
+    def test_runtime_directory_outside_the_root(
+        self, root: Path, supervisors, tmp_path: Path, link: str
+    ) -> None:  # type: ignore[no-untyped-def]
+        """A runtime directory that is a symlink out of the root is refused before anything
+        is written there: no lock, no generation, no locator outside."""
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (root / link).parent.mkdir(parents=True, exist_ok=True)
+        (root / link).symlink_to(outside)
+        _fails_with(supervisors, root, "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-invalid-state")
+        assert list(outside.iterdir()) == []
+
     def test_stale_artifact_that_cannot_be_removed(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
         """A stale stop flag that cannot be deleted fails the start as a cleanup failure."""
         (root / "var/tmp/worker.stop/inside").mkdir(parents=True)

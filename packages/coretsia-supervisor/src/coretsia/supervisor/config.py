@@ -358,6 +358,14 @@ class PoolConfig:
         """Where the state file is written before its atomic rename (not configurable)."""
         return self.state_path + ".tmp"
 
+    @property
+    def runtime_paths(self) -> tuple[tuple[str, str], ...]:
+        """Each configurable runtime path with its dotted key, in the order of the checks."""
+        return tuple(
+            (_KEYS[field], getattr(self, field))
+            for field in ("socket_path", "state_path", "stop_flag_path")
+        )
+
     def __attrs_post_init__(self) -> None:
         """Validate every field; the first broken rule, in field order, is raised.
 

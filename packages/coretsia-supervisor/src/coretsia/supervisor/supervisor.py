@@ -44,6 +44,7 @@ from coretsia.supervisor.notify import Notifier
 from coretsia.supervisor.pool import Pool, Slot, SlotState
 from coretsia.supervisor.process.ipc_resources import PoolIpc
 from coretsia.supervisor.respawn import RespawnPolicy
+from coretsia.supervisor.runner import runtime_dirs
 from coretsia.supervisor.telemetry import NO_TELEMETRY, Telemetry
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.control import (
@@ -218,6 +219,7 @@ class Supervisor:
         )
         self._link = await GuardianLink.launch(self._root, hello, guardian_env(self._environ))
         nursery.start_soon(self._guardian_events, self._link)
+        self._make_runtime_dirs()
         ipc = self._ipc.open()  # under the lock; the generation records where it is
         spec = self._spec if ipc is None else {**self._spec, "ipc": ipc}
         self._artifact_root = generation.publish(self._root, spec)
@@ -569,6 +571,15 @@ class Supervisor:
         else:
             address = f"127.0.0.1:{self._config.tcp_port}"
         return endpoint_hash(key, self._transport, address)
+
+    def _make_runtime_dirs(self) -> None:
+        """Create the directories of the runtime files (0700 under our umask), checked
+        again now that the lock is ours: a second ``start`` must change nothing."""
+        for directory in runtime_dirs(self._root, self._config, self._transport):
+            try:
+                os.makedirs(directory, exist_ok=True)
+            except OSError as exc:
+                raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
 
     def _publish_locator(self) -> None:
         config = self._config
