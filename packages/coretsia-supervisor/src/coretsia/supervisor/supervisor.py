@@ -193,6 +193,12 @@ class Supervisor:
                     await self._start_and_serve(nursery)
                 except WorkerError as exc:
                     self._fail(exc)
+                except Exception:
+                    # Not ours to name: it propagates (``start`` prints its catch-all, the
+                    # debug switch shows the traceback), but the shutdown logs the failure
+                    # under that same catch-all, never as a clean stop.
+                    self._fail(WorkerStartFailedError(Reason.START_FAILED))
+                    raise
                 finally:
                     self._starting.finish("failure")  # no-op once the pool was running
                     with trio.CancelScope(shield=True):
@@ -222,7 +228,10 @@ class Supervisor:
         self._make_runtime_dirs()
         ipc = self._ipc.open()  # under the lock; the generation records where it is
         spec = self._spec if ipc is None else {**self._spec, "ipc": ipc}
-        self._artifact_root = generation.publish(self._root, spec)
+        try:
+            self._artifact_root = generation.publish(self._root, spec)
+        except generation.GenerationError as exc:
+            raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
         self._remove(
             LOCATOR_PATH,
             LOCATOR_TMP_PATH,
