@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import stat
 import subprocess
@@ -102,10 +103,13 @@ class TestStartStatusStop:
         assert wait_gone(root) == []
 
     def test_guardian_ignores_terminal_signals(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
-        """SIGTERM, SIGINT and SIGHUP to the guardian change nothing: it obeys its channel."""
+        """The guardian leads a session of its own (a terminal's signals never reach it),
+        and SIGTERM, SIGINT and SIGHUP sent to it change nothing: it obeys its channel."""
         supervisor = supervisors(root)
         supervisor.wait_running()
         guardian = supervisor.guardian()
+        assert os.getsid(guardian.pid) == guardian.pid
+        assert os.getsid(supervisor.proc.pid) != guardian.pid
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             guardian.send_signal(sig)
         assert cli(root, "health").returncode == 0
@@ -121,6 +125,25 @@ class TestStartStatusStop:
         assert cli(root, "health").returncode == 0
         assert cli(root, "stop").returncode == 0
         assert supervisor.finish() == 0
+
+    def test_health_of_a_pool_still_starting(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A live pool that is not ready yet answers health unhealthy, exit 1, and says why."""
+        write_root(root, task_source="lifecycle_app:slow_ready", stop_timeout_ms=300)
+        supervisor = supervisors(root)
+        wait_for((root / "var/tmp/worker.lifecycle.json").exists)
+        health = cli(root, "health", "--json")
+        assert health.returncode == 1, health.stderr
+        fields = json.loads(health.stdout)
+        assert fields["pool_status"] == "starting"
+        assert (fields["status"], fields["healthy"], fields["reason"]) == (
+            "unhealthy",
+            False,
+            "worker-pool-starting",
+        )
+        assert cli(root, "status").returncode == 0  # status answers whatever the state
+        supervisor.signal(signal.SIGTERM)
+        assert supervisor.finish() == 1
+        assert wait_gone(root) == []
 
 
 class TestRuntimePaths:

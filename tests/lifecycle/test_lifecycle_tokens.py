@@ -6,6 +6,7 @@ import itertools
 import json
 from pathlib import Path
 
+import psutil
 import pytest
 from faults import fault_env
 from pools import Supervisor, cli, lock_held, processes_in, wait_for, wait_gone, write_root
@@ -202,6 +203,12 @@ def test_tcp_control_transport(root: Path, supervisors, transport: str) -> None:
     )
     supervisor = supervisors(root)
     supervisor.wait_running()
+    listening = [
+        conn.laddr
+        for conn in psutil.Process(supervisor.proc.pid).net_connections(kind="inet")
+        if conn.status == psutil.CONN_LISTEN
+    ]
+    assert listening == [("127.0.0.1", port)]  # exactly loopback, and nothing else
     assert "control tcp" in supervisor.summary
     assert str(port) not in supervisor.summary
     status = json.loads(cli(root, "status", "--json").stdout)
