@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from pathlib import Path
 
 import pytest
 
 from coretsia.worker_protocol.catalogue import HealthReason, Reason
-from coretsia.worker_protocol.client import ControlClient
+from coretsia.worker_protocol.client import DEFAULT_TIMEOUT_S, STOP_SLACK_S, ControlClient
 from coretsia.worker_protocol.control import (
     ControlRequest,
     ErrorResponse,
@@ -121,6 +122,34 @@ class TestAnswers:
         with pytest.raises(WorkerLifecycleFailedError) as info:
             ControlClient(stub.root).stop()
         assert str(info.value) == "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-shutdown-failed"
+
+
+class TestStopDeadline:
+    def test_stop_gives_up_after_the_published_budgets_plus_slack(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+        """A stop that never ends waits stop + 2 x force-kill (the locator's) plus the
+        slack, no less and not much more, then reports a communication failure."""
+
+        def never_stopped(conn: socket.socket, _request: ControlRequest) -> None:
+            conn.sendall(encode_response(StopProgress(ShutdownPhase.COOPERATIVE, 1000)))
+            conn.settimeout(None)
+            conn.recv(1)  # blocks until the client gives up and closes
+
+        stub = supervisor(never_stopped)
+        stub.write_locator(
+            Locator(
+                transport=Transport.UNIX,
+                credential=stub.credential,
+                stop_timeout_ms=1000,
+                force_kill_timeout_ms=250,
+                path="var/tmp/worker.sock",
+            )
+        )
+        bound = (1000 + 2 * 250) / 1000 + STOP_SLACK_S
+        assert bound > DEFAULT_TIMEOUT_S + 1  # the test tells the two deadlines apart
+        started = time.monotonic()
+        with pytest.raises(WorkerCommunicationFailedError):
+            ControlClient(stub.root).stop()
+        assert bound <= time.monotonic() - started < bound + 2.0
 
 
 class TestCommunicationFailures:

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import socket
+import time
 from pathlib import Path
 
 import psutil
-from pools import cli
+from pools import cli, processes_in, write_root
+
+from coretsia.supervisor.control_server import MAX_PENDING, READ_DEADLINE_S
+from coretsia.worker_protocol.framing import MAX_FRAME_BYTES
 
 LOCATOR = "var/tmp/worker.lifecycle.json"
+SLACK_S = 2.0
 
 
 def _connect(root: Path) -> socket.socket:
@@ -27,6 +33,33 @@ def _connect(root: Path) -> socket.socket:
 def _request(command: str, credential: str) -> bytes:
     body = {"command": command, "credential": credential, "version": 1}
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+
+
+def _answers(sock: socket.socket, count: int | None = None) -> list[tuple[str, str | None]]:
+    """The next ``count`` answer lines (all of them, up to the close, if None), each as
+    its type and phase. Unbuffered: nothing beyond those lines is taken off the socket."""
+    answers = []
+    with sock.makefile("rb", buffering=0) as stream:
+        while count is None or len(answers) < count:
+            line = stream.readline()
+            if not line:
+                break
+            answer = json.loads(line)
+            answers.append((answer["type"], answer.get("phase")))
+    return answers
+
+
+def _send_until_dropped(sock: socket.socket, limit: int) -> int | None:
+    """Send bytes without a newline until the peer drops us: how many went, or None if
+    ``limit`` bytes went without that happening."""
+    chunk = b"x" * 4096
+    sent = 0
+    try:
+        while sent < limit:
+            sent += sock.send(chunk)
+    except (BrokenPipeError, ConnectionResetError):
+        return sent
+    return None
 
 
 class TestAuthentication:
@@ -56,19 +89,55 @@ class TestAuthentication:
 
 
 class TestRobustness:
-    def test_status_answers_during_a_flood_of_idle_connections(
-        self, root: Path, supervisors
-    ) -> None:  # type: ignore[no-untyped-def]
-        """Many idle connections cannot starve a real status request."""
+    def test_idle_connection_is_closed_at_the_read_deadline(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A connection that never sends its request is closed after the read deadline."""
         supervisors(root).wait_running()
-        idle: list[socket.socket] = []
+        with _connect(root) as sock:
+            connected = time.monotonic()
+            assert sock.recv(1) == b""
+            waited = time.monotonic() - connected
+        assert READ_DEADLINE_S * 0.9 <= waited < READ_DEADLINE_S + SLACK_S
+
+    def test_connections_beyond_the_cap_drop_the_oldest(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """At the cap of waiting connections a new one drops the oldest at once, long
+        before its read deadline; the others keep waiting, and status still answers."""
+        supervisors(root).wait_running()
+        extra = 4
+        conns: list[socket.socket] = []
         try:
-            idle.extend(_connect(root) for _ in range(100))
-            result = cli(root, "status", timeout=20)
+            opened = time.monotonic()
+            conns.extend(_connect(root) for _ in range(MAX_PENDING + extra))
+            closed: set[int] = set()
+            deadline = opened + READ_DEADLINE_S * 0.75
+            while len(closed) < extra and time.monotonic() < deadline:
+                waiting = [conn for i, conn in enumerate(conns) if i not in closed]
+                readable, _, _ = select.select(waiting, [], [], deadline - time.monotonic())
+                for conn in readable:
+                    assert conn.recv(1) == b""
+                    closed.add(conns.index(conn))
+            assert len(closed) == extra, "no connection was dropped at the cap"
+            assert max(closed) < 2 * extra, closed  # the oldest ones (give or take a few)
+            waiting = [conn for i, conn in enumerate(conns) if i not in closed]
+            assert select.select(waiting, [], [], 0)[0] == []
+            assert time.monotonic() - opened < READ_DEADLINE_S  # so none was due yet
+            result = cli(root, "status", timeout=20)  # its connection drops one more
             assert result.returncode == 0, result.stderr
         finally:
-            for sock in idle:
+            for sock in conns:
                 sock.close()
+
+    def test_request_line_without_end_is_dropped_at_the_frame_size(
+        self, root: Path, supervisors
+    ) -> None:  # type: ignore[no-untyped-def]
+        """Bytes without a newline are read up to the frame size, then the connection is
+        dropped (not buffered until the deadline); status still answers."""
+        supervisors(root).wait_running()
+        with _connect(root) as sock:
+            # The frame plus what the socket buffers hold; far less than a deadline's worth.
+            sent = _send_until_dropped(sock, 64 * MAX_FRAME_BYTES)
+        assert sent is not None, "the connection took every byte"
+        assert sent > MAX_FRAME_BYTES
+        assert cli(root, "status").returncode == 0
 
     def test_client_disconnecting_mid_request(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
         """A client that vanishes halfway through a request disturbs nothing."""
@@ -78,6 +147,28 @@ class TestRobustness:
             with _connect(root) as sock:
                 sock.sendall(_request("stop", credential)[:cut])
         assert cli(root, "health").returncode == 0
+
+    def test_stop_client_leaving_mid_stop(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A stop client that goes away mid-stop changes nothing: the shutdown goes on and
+        another pending stop client still gets its progress and the final stopped."""
+        write_root(
+            root,
+            task_source="lifecycle_app:stubborn",
+            stop_timeout_ms=1000,
+            force_kill_timeout_ms=1000,
+        )
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        credential = json.loads((root / LOCATOR).read_text())["credential"]
+        with _connect(root) as leaving, _connect(root) as staying:
+            leaving.sendall(_request("stop", credential))
+            assert _answers(leaving, 1) == [("stop-progress", "cooperative")]
+            staying.sendall(_request("stop", credential))
+            assert _answers(staying, 1) == [("stop-progress", "terminate")]  # subscribed
+            leaving.close()  # with the terminate frame unread: the server's next send fails
+            assert _answers(staying) == [("stop-progress", "kill"), ("stopped", None)]
+        assert supervisor.finish() == 0, supervisor.stderr
+        assert processes_in(root) == []
 
     def test_status_client_disconnect_does_not_stop(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
         """A status client that closes before reading its answer does not end the pool."""

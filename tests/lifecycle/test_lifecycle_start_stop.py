@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
+import stat
 import subprocess
 from pathlib import Path
 
@@ -101,10 +103,13 @@ class TestStartStatusStop:
         assert wait_gone(root) == []
 
     def test_guardian_ignores_terminal_signals(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
-        """SIGTERM, SIGINT and SIGHUP to the guardian change nothing: it obeys its channel."""
+        """The guardian leads a session of its own (a terminal's signals never reach it),
+        and SIGTERM, SIGINT and SIGHUP sent to it change nothing: it obeys its channel."""
         supervisor = supervisors(root)
         supervisor.wait_running()
         guardian = supervisor.guardian()
+        assert os.getsid(guardian.pid) == guardian.pid
+        assert os.getsid(supervisor.proc.pid) != guardian.pid
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             guardian.send_signal(sig)
         assert cli(root, "health").returncode == 0
@@ -120,6 +125,73 @@ class TestStartStatusStop:
         assert cli(root, "health").returncode == 0
         assert cli(root, "stop").returncode == 0
         assert supervisor.finish() == 0
+
+    def test_health_of_a_pool_still_starting(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A live pool that is not ready yet answers health unhealthy, exit 1, and says why."""
+        write_root(root, task_source="lifecycle_app:slow_ready", stop_timeout_ms=300)
+        supervisor = supervisors(root)
+        wait_for((root / "var/tmp/worker.lifecycle.json").exists)
+        health = cli(root, "health", "--json")
+        assert health.returncode == 1, health.stderr
+        fields = json.loads(health.stdout)
+        assert fields["pool_status"] == "starting"
+        assert (fields["status"], fields["healthy"], fields["reason"]) == (
+            "unhealthy",
+            False,
+            "worker-pool-starting",
+        )
+        assert cli(root, "status").returncode == 0  # status answers whatever the state
+        supervisor.signal(signal.SIGTERM)
+        assert supervisor.finish() == 1
+        assert wait_gone(root) == []
+
+
+class TestRuntimePaths:
+    def test_runtime_paths_in_directories_that_do_not_exist_yet(
+        self, root: Path, supervisors
+    ) -> None:  # type: ignore[no-untyped-def]
+        """start creates the directories of the runtime paths (0700), through a symlink
+        that stays inside the root too, and the pool runs and stops as usual."""
+        (root / "data").mkdir()
+        (root / "link").symlink_to("data")
+        write_root(
+            root,
+            socket_path="run/worker.sock",
+            state_path="link/state/worker.state.json",
+            stop_flag_path="run/flags/stop",
+        )
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        for directory in ("run", "run/flags", "data/state"):
+            assert stat.S_IMODE((root / directory).stat().st_mode) == 0o700, directory
+        assert json.loads((root / "data/state/worker.state.json").read_text())["status"] == (
+            "running"
+        )
+        assert cli(root, "status").returncode == 0
+        stop = cli(root, "stop")
+        assert stop.returncode == 0, stop.stderr
+        assert supervisor.finish() == 0
+        assert not (root / "run/worker.sock").exists()
+        assert not (root / "data/state/worker.state.json").exists()
+
+    def test_runtime_path_through_a_symlink_out_of_the_root(
+        self, root: Path, supervisors, tmp_path: Path
+    ) -> None:  # type: ignore[no-untyped-def]
+        """A runtime path whose directory leads out of the root is a configuration error,
+        refused before anything is written, there or in the root."""
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (root / "run").symlink_to(outside)
+        write_root(root, socket_path="run/worker.sock")
+        supervisor = supervisors(root)
+        assert supervisor.finish() == 6
+        assert supervisor.error == (
+            "CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid "
+            "(key worker.socket_path, rule unsafe-path)"
+        )
+        assert list(outside.iterdir()) == []
+        assert not (root / "var").exists()
+        assert wait_gone(root) == []
 
 
 class TestNotRunning:

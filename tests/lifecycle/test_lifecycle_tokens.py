@@ -6,17 +6,30 @@ import itertools
 import json
 from pathlib import Path
 
+import psutil
 import pytest
-from pools import cli, lock_held, processes_in, wait_for, wait_gone, write_root
+from faults import fault_env
+from pools import Supervisor, cli, lock_held, processes_in, wait_for, wait_gone, write_root
 
 
-def _fails_with(supervisors, root: Path, expected: str) -> None:  # type: ignore[no-untyped-def]
-    supervisor = supervisors(root)
+def _fails_with(supervisors, root: Path, expected: str, fault: str | None = None) -> Supervisor:  # type: ignore[no-untyped-def]
+    supervisor = supervisors(root, env=None if fault is None else fault_env(fault))
     assert supervisor.finish(60) == 1, supervisor.stderr
     assert supervisor.error == expected
     assert "secret" not in supervisor.stderr + supervisor.stdout
+    assert "Traceback" not in supervisor.stderr
     assert not lock_held(root)
     assert wait_gone(root) == []
+    return supervisor
+
+
+def _outcome(supervisor: Supervisor) -> list[tuple[object, object]]:
+    """How the run's log says it ended: its pool.stopped and pool.failed events."""
+    return [
+        (line["event"], line.get("reason", line.get("outcome")))
+        for line in supervisor.logs
+        if line["event"] in ("pool.stopped", "pool.failed")
+    ]
 
 
 class TestWorkerTokens:
@@ -38,6 +51,25 @@ class TestWorkerTokens:
         """A worker that exits during boot without a reason fails the start generically."""
         write_root(root, task_source="lifecycle_app:vanishing")
         _fails_with(supervisors, root, "CORETSIA_WORKER_START_FAILED: worker-child-start-failed")
+
+
+class TestSpawnAndLocatorFailures:
+    def test_os_refusing_a_worker_process(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A spawn the OS refuses (EAGAIN: a process limit) fails the start as fork-failed."""
+        _fails_with(
+            supervisors, root, "CORETSIA_WORKER_FORK_FAILED: worker-fork-failed", "fork-refused"
+        )
+
+    def test_locator_that_cannot_be_written(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A failed locator write (a full disk) is its own token, and leaves no locator."""
+        _fails_with(
+            supervisors,
+            root,
+            "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-lifecycle-locator-failed",
+            "locator-unwritable",
+        )
+        assert not (root / "var/tmp/worker.lifecycle.json").exists()
+        assert not (root / "var/tmp/worker.lifecycle.json.tmp").exists()
 
 
 class TestHooks:
@@ -66,6 +98,62 @@ class TestRuntimeFiles:
             "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-lifecycle-lock-failed"
         )
         assert wait_gone(root) == []
+
+    def test_control_port_in_use(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A TCP control port another process listens on fails the start as lifecycle-failed."""
+        import socket
+
+        with socket.socket() as taken:
+            taken.bind(("127.0.0.1", 0))
+            taken.listen(1)
+            port = taken.getsockname()[1]
+            with (root / "coretsia.toml").open("a") as config:
+                config.write(
+                    f'\n[worker.control]\ntransport = "tcp"\n\n[worker.tcp]\nport = {port}\n'
+                )
+            supervisor = _fails_with(
+                supervisors, root, "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-lifecycle-failed"
+            )
+        assert str(port) not in supervisor.stderr
+        assert not (root / "var/tmp/worker.lifecycle.json").exists()
+
+    def test_directory_at_the_socket_path(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A directory where the control socket goes cannot be replaced: lifecycle-failed."""
+        (root / "var/tmp/worker.sock").mkdir(parents=True)
+        _fails_with(supervisors, root, "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-lifecycle-failed")
+
+    def test_generations_that_cannot_be_written(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A file at var/generations fails the start as lifecycle-failed, and the log
+        says the pool failed with that token: never a clean stop."""
+        (root / "var").mkdir()
+        (root / "var/generations").write_text("")
+        supervisor = _fails_with(
+            supervisors, root, "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-lifecycle-failed"
+        )
+        assert _outcome(supervisor) == [("pool.failed", "worker-lifecycle-failed")]
+
+    def test_unexpected_exception_in_the_supervisor(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """Anything unexpected ends in start's catch-all, printed and logged alike."""
+        supervisor = _fails_with(
+            supervisors,
+            root,
+            "CORETSIA_WORKER_START_FAILED: worker-start-failed",
+            "supervisor-raises",
+        )
+        assert _outcome(supervisor) == [("pool.failed", "worker-start-failed")]
+
+    @pytest.mark.parametrize("link", ["var", "var/tmp", "var/generations"])
+    def test_runtime_directory_outside_the_root(
+        self, root: Path, supervisors, tmp_path: Path, link: str
+    ) -> None:  # type: ignore[no-untyped-def]
+        """A runtime directory that is a symlink out of the root is refused before anything
+        is written there: no lock, no generation, no locator outside."""
+        outside = tmp_path / "outside"
+        outside.mkdir()
+        (root / link).parent.mkdir(parents=True, exist_ok=True)
+        (root / link).symlink_to(outside)
+        _fails_with(supervisors, root, "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-invalid-state")
+        assert list(outside.iterdir()) == []
 
     def test_stale_artifact_that_cannot_be_removed(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
         """A stale stop flag that cannot be deleted fails the start as a cleanup failure."""
@@ -115,6 +203,12 @@ def test_tcp_control_transport(root: Path, supervisors, transport: str) -> None:
     )
     supervisor = supervisors(root)
     supervisor.wait_running()
+    listening = [
+        conn.laddr
+        for conn in psutil.Process(supervisor.proc.pid).net_connections(kind="inet")
+        if conn.status == psutil.CONN_LISTEN
+    ]
+    assert listening == [("127.0.0.1", port)]  # exactly loopback, and nothing else
     assert "control tcp" in supervisor.summary
     assert str(port) not in supervisor.summary
     status = json.loads(cli(root, "status", "--json").stdout)

@@ -511,6 +511,10 @@ CASES: list[tuple[str, str, ConfigRule]] = [
     (f"state_path = '{LONG}'", "worker.state_path", ConfigRule.UNSAFE_PATH),  # its .tmp: 204
     ("stop_flag_path = ['var/stop']", "worker.stop_flag_path", ConfigRule.WRONG_TYPE),
     ("stop_flag_path = 'var//stop'", "worker.stop_flag_path", ConfigRule.UNSAFE_PATH),
+    # seed 000's skeleton/ rule: no runtime path through a directory named skeleton
+    ("socket_path = 'skeleton/worker.sock'", "worker.socket_path", ConfigRule.UNSAFE_PATH),
+    ("state_path = 'var/skeleton/state.json'", "worker.state_path", ConfigRule.UNSAFE_PATH),
+    ("stop_flag_path = 'skeleton/x'", "worker.stop_flag_path", ConfigRule.UNSAFE_PATH),
     # runtime paths: canonical lifecycle paths are reserved
     ("socket_path = 'var/tmp/worker.lock'", "worker.socket_path", ConfigRule.RESERVED_PATH),
     ("socket_path = 'var/tmp'", "worker.socket_path", ConfigRule.RESERVED_PATH),
@@ -579,6 +583,13 @@ def test_every_rule_of_the_worker_table_is_reached() -> None:
     elsewhere = {ConfigRule.UNAVAILABLE, ConfigRule.DUPLICATE}
     reached = {rule for _, _, rule in CASES} | file_level | elsewhere
     assert reached == set(ConfigRule)
+
+
+def test_skeleton_is_refused_only_as_a_directory() -> None:
+    """The skeleton/ rule is about a directory of that name, like the .. rule: a file
+    named skeleton or a directory that merely starts with the word is fine."""
+    config = parse_config({"socket_path": "var/skeletons/sock", "stop_flag_path": "skeleton"})
+    assert (config.socket_path, config.stop_flag_path) == ("var/skeletons/sock", "skeleton")
 
 
 def test_neighbouring_paths_do_not_overlap() -> None:

@@ -231,9 +231,17 @@ def _check_enum(field: str, value: object, kind: type[enum.Enum]) -> None:
     raise _fail(field, ConfigRule.NOT_ONE_OF if isinstance(value, str) else ConfigRule.WRONG_TYPE)
 
 
+FORBIDDEN_DIRECTORY: Final = "skeleton"
+"""Seed 000's ``skeleton/`` rule: no runtime path goes through a directory of this name.
+
+In the seed's framework the skeleton is the application's own tree, which runtime files
+must never be written into; the rule is kept so that a configuration valid here is valid
+there. Like ``..``, it applies to whole segments (``var/skeletons/x`` is fine)."""
+
+
 def _check_path(field: str, value: object) -> str:
     path = _check_str(field, value)
-    if not is_safe_relative_path(path):
+    if not is_safe_relative_path(path) or FORBIDDEN_DIRECTORY in path.split("/")[:-1]:
         raise _fail(field, ConfigRule.UNSAFE_PATH)
     return path
 
@@ -357,6 +365,14 @@ class PoolConfig:
     def state_tmp_path(self) -> str:
         """Where the state file is written before its atomic rename (not configurable)."""
         return self.state_path + ".tmp"
+
+    @property
+    def runtime_paths(self) -> tuple[tuple[str, str], ...]:
+        """Each configurable runtime path with its dotted key, in the order of the checks."""
+        return tuple(
+            (_KEYS[field], getattr(self, field))
+            for field in ("socket_path", "state_path", "stop_flag_path")
+        )
 
     def __attrs_post_init__(self) -> None:
         """Validate every field; the first broken rule, in field order, is raised.

@@ -75,12 +75,10 @@ class ControlServer:
     @classmethod
     async def open_unix(cls, path: Path) -> ControlServer:
         """Bind a UNIX socket at ``path`` (replacing a stale one; the lock is ours)."""
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
         sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
+            # A stale socket goes; a directory there cannot, and fails the start like a bind.
+            path.unlink(missing_ok=True)
             if len(str(path)) > _SUN_PATH_MAX:
                 await _bind_long_path(sock, path)
             else:

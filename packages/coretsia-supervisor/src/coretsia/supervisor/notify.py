@@ -21,6 +21,8 @@ import sys
 from collections.abc import Mapping
 from typing import Final
 
+from coretsia.supervisor import output
+
 _MAX_STATUS: Final = 200
 
 
@@ -48,7 +50,7 @@ class Notifier:
         except OSError:
             if not self._warned:
                 self._warned = True
-                sys.stderr.write("coretsia-supervisor: warning: sd_notify failed\n")
+                output.warning("sd_notify failed")
 
     def ready(self, status: str) -> None:
         """The pool is running: every worker is ready."""

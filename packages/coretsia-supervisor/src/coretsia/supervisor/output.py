@@ -109,3 +109,9 @@ def error(exc: WorkerError) -> None:
         line += f" (key {exc.key}, rule {exc.rule.value})"
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
+
+
+def warning(phrase: str) -> None:
+    """Print a non-fatal problem on stderr: a fixed phrase of ours, never a value."""
+    sys.stderr.write(f"coretsia-supervisor: warning: {phrase}\n")
+    sys.stderr.flush()

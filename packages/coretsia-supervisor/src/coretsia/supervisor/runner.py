@@ -3,7 +3,9 @@
 
 Both callers have loaded the configuration and frozen the generation spec; this module
 does the rest of seed 000's start in one place: the state directory, the subreaper (what
-a killed guardian leaves behind comes to us), the log handler, and the trio run.
+a killed guardian leaves behind comes to us), the log handler, and the trio run. It also
+owns the one check that every directory the pool writes into lies inside the root
+(:func:`runtime_dirs`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,10 @@ from pathlib import Path
 from coretsia.supervisor.config import PoolConfig
 from coretsia.supervisor.drivers import resolve_driver, resolve_transport
 from coretsia.supervisor.process.ipc_resources import require_ipc
+from coretsia.worker_protocol.catalogue import ConfigRule, Reason
+from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerLifecycleFailedError
+from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR, RUNTIME_DIR
+from coretsia.worker_protocol.vocabulary import Transport
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,7 +30,7 @@ if TYPE_CHECKING:
     from coretsia.supervisor.supervisor import Supervisor
     from coretsia.supervisor.telemetry import Meter, Telemetry, Tracer
 
-__all__ = ["run_supervisor"]
+__all__ = ["run_supervisor", "runtime_dirs"]
 
 
 def run_supervisor(
@@ -45,7 +51,8 @@ def run_supervisor(
     transport = resolve_transport(config.control_transport)
     require_ipc(spec)  # like the driver: refused before anything is started
     metrics = _metrics_endpoint(config)
-    (root / "var/tmp").mkdir(parents=True, exist_ok=True)
+    runtime_dirs(root, config, transport)  # refused before anything is written outside
+    (root / RUNTIME_DIR).mkdir(parents=True, exist_ok=True)
 
     import trio
 
@@ -75,6 +82,43 @@ def run_supervisor(
         await supervisor.run()
 
     trio.run(main)
+
+
+def runtime_dirs(root: Path, config: PoolConfig, transport: Transport) -> list[Path]:
+    """The directories the pool's files go into, symlinks resolved, each inside ``root``.
+
+    Seed 000 demands that the generation root be a strict descendant of the project root,
+    and every runtime path relative to it: a ``var`` that is a symlink out of the root
+    would otherwise put the lock, the locator and the generation somewhere else. So
+    ``var/tmp`` and ``var/generations`` must resolve strictly inside the root (else
+    ``worker-invalid-state``: the root itself is in a state no pool can run in), and the
+    directory of each configured runtime path inside it or the root itself (else the
+    configuration error of its key, ``unsafe-path``). Nothing is created here: ``start``
+    checks before writing anything, then creates the configured paths' directories
+    once the lock is held.
+    """
+    real_root = os.path.realpath(root)
+
+    def resolved(directory: str) -> str:
+        return os.path.realpath(os.path.join(real_root, directory))
+
+    def inside(path: str) -> bool:
+        return path.startswith(real_root + os.sep)
+
+    dirs = []
+    for directory in (RUNTIME_DIR, GENERATIONS_DIR):
+        path = resolved(directory)
+        if not inside(path):
+            raise WorkerLifecycleFailedError(Reason.INVALID_STATE)
+        dirs.append(path)
+    for key, relative in config.runtime_paths:
+        if relative == config.socket_path and transport is not Transport.UNIX:
+            continue  # no socket: its directory is not the pool's to create
+        path = resolved(os.path.dirname(relative))
+        if path != real_root and not inside(path):
+            raise WorkerConfigError(key, ConfigRule.UNSAFE_PATH)
+        dirs.append(path)
+    return [Path(path) for path in dict.fromkeys(dirs)]
 
 
 def _metrics_endpoint(config: PoolConfig) -> MetricsEndpoint | None:

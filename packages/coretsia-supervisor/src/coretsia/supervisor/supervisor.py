@@ -44,6 +44,7 @@ from coretsia.supervisor.notify import Notifier
 from coretsia.supervisor.pool import Pool, Slot, SlotState
 from coretsia.supervisor.process.ipc_resources import PoolIpc
 from coretsia.supervisor.respawn import RespawnPolicy
+from coretsia.supervisor.runner import runtime_dirs
 from coretsia.supervisor.telemetry import NO_TELEMETRY, Telemetry
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.control import (
@@ -146,7 +147,8 @@ class Supervisor:
         self._server: ControlServer | None = None
         self._state_published = False
         self._drained = trio.Event()
-        self._drained_clean = False
+        self._drained_clean: bool | None = None  # None until the guardian reports drained
+        self._letting_go = False  # the supervisor closes the guardian channel itself
         self._released = trio.Event()
         self._lock_released = False
         self._subscribers: list[trio.MemorySendChannel[ControlResponse]] = []
@@ -191,6 +193,12 @@ class Supervisor:
                     await self._start_and_serve(nursery)
                 except WorkerError as exc:
                     self._fail(exc)
+                except Exception:
+                    # Not ours to name: it propagates (``start`` prints its catch-all, the
+                    # debug switch shows the traceback), but the shutdown logs the failure
+                    # under that same catch-all, never as a clean stop.
+                    self._fail(WorkerStartFailedError(Reason.START_FAILED))
+                    raise
                 finally:
                     self._starting.finish("failure")  # no-op once the pool was running
                     with trio.CancelScope(shield=True):
@@ -217,9 +225,13 @@ class Supervisor:
         )
         self._link = await GuardianLink.launch(self._root, hello, guardian_env(self._environ))
         nursery.start_soon(self._guardian_events, self._link)
+        self._make_runtime_dirs()
         ipc = self._ipc.open()  # under the lock; the generation records where it is
         spec = self._spec if ipc is None else {**self._spec, "ipc": ipc}
-        self._artifact_root = generation.publish(self._root, spec)
+        try:
+            self._artifact_root = generation.publish(self._root, spec)
+        except generation.GenerationError as exc:
+            raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
         self._remove(
             LOCATOR_PATH,
             LOCATOR_TMP_PATH,
@@ -472,8 +484,10 @@ class Supervisor:
         while True:
             frame = await link.receive()
             if frame is None:
-                self._guardian_lost = True
-                if not self._released.is_set():
+                # The end of a channel we closed ourselves, or that followed the release,
+                # is expected: only any other end is a lost guardian.
+                if not (self._letting_go or self._released.is_set()):
+                    self._guardian_lost = True
                     self._fail(WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED))
                 self._drained.set()
                 self._released.set()
@@ -566,6 +580,15 @@ class Supervisor:
         else:
             address = f"127.0.0.1:{self._config.tcp_port}"
         return endpoint_hash(key, self._transport, address)
+
+    def _make_runtime_dirs(self) -> None:
+        """Create the directories of the runtime files (0700 under our umask), checked
+        again now that the lock is ours: a second ``start`` must change nothing."""
+        for directory in runtime_dirs(self._root, self._config, self._transport):
+            try:
+                os.makedirs(directory, exist_ok=True)
+            except OSError as exc:
+                raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
 
     def _publish_locator(self) -> None:
         config = self._config
@@ -676,30 +699,25 @@ class Supervisor:
         budget = (config.stop_timeout_ms + 2 * config.force_kill_timeout_ms) / 1000
         with trio.move_on_after(budget + SHUTDOWN_SLACK_S):
             await self._drained.wait()
-        clean = self._drained.is_set() and self._drained_clean and not self._guardian_lost
+        clean = self._drained_clean is True and not self._guardian_lost
         self._state_published = False
         cleaned = self._cleanup_files()
-        released = False
-        if clean:
-            try:
-                await link.send(Release())
-            except WorkerError:
-                pass
-            with trio.move_on_after(RELEASE_TIMEOUT_S):
-                await self._released.wait()
-            released = self._lock_released
-            link.close()
-            await link.wait_exit()
-        else:
-            exited = await link.abandon()
-            if self._guardian_lost and exited:
-                # Only once the guardian is really gone: a live one (that merely spoke
-                # garbage) is still containing its generation and must not be killed.
-                await trio.to_thread.run_sync(_sweep_orphans, config.force_kill_timeout_ms / 1000)
-        if not (clean and released) and self._failure is None:
+        released = clean and await self._release(link)
+        if not released:
+            # Decided before the guardian is let go: it keeps the lock while a process of
+            # the generation survives, and the stop clients must hear why within their
+            # own deadline, not after the supervisor gave up waiting for the guardian.
             self._fail(WorkerLifecycleFailedError(Reason.SHUTDOWN_FAILED))
         if not cleaned:
             self._fail(WorkerLifecycleFailedError(Reason.RUNTIME_CLEANUP_FAILED))
+        final: ControlResponse = (
+            StoppedResponse() if released else ErrorResponse(Reason.SHUTDOWN_FAILED)
+        )
+        self._broadcast(final)
+        for subscriber in self._subscribers:
+            subscriber.close()
+        if not clean:
+            await self._let_go(link)
         if self._failure is None:
             event("pool.stopped", outcome="clean")
         else:
@@ -709,15 +727,35 @@ class Supervisor:
                 reason=self._failure.reason.value,
                 status=self._failure.code.value,
             )
-        stopping.finish("success" if clean and released and cleaned else "failure")
-        final: ControlResponse = (
-            StoppedResponse() if clean and released else ErrorResponse(Reason.SHUTDOWN_FAILED)
-        )
-        self._broadcast(final)
-        for subscriber in self._subscribers:
-            subscriber.close()
+        stopping.finish("success" if released and cleaned else "failure")
         if self._server is not None:
             await self._server.wait_idle(RELEASE_TIMEOUT_S)
+
+    async def _release(self, link: GuardianLink) -> bool:
+        """Ask the guardian to release the lock, last; True once it confirmed."""
+        try:
+            await link.send(Release())
+        except WorkerError:
+            pass
+        with trio.move_on_after(RELEASE_TIMEOUT_S):
+            await self._released.wait()
+        self._letting_go = True
+        link.close()
+        await link.wait_exit()
+        return self._lock_released
+
+    async def _let_go(self, link: GuardianLink) -> None:
+        """Close the channel of a generation that did not end cleanly, and sweep if need be.
+
+        A guardian that reported ``drained`` and is still alive keeps containing what is
+        left (a process that survived SIGKILL) and holds the lock until it is gone; only a
+        guardian that is really gone without having done so leaves us anything to sweep.
+        """
+        self._letting_go = True
+        exited = await link.abandon()
+        contained = self._drained_clean is not None and not self._guardian_lost
+        if exited and not contained:
+            await trio.to_thread.run_sync(_sweep_orphans, self._config.force_kill_timeout_ms / 1000)
 
 
 def _count(value: object) -> int:
