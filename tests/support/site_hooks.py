@@ -20,6 +20,12 @@ def site_env(directory: Path, code: str, env: Mapping[str, str] | None = None) -
     """Write ``code`` as ``directory/sitecustomize.py``; return an environment that runs it."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "sitecustomize.py").write_text(textwrap.dedent(code))
+    return pythonpath_first(directory, env)
+
+
+def pythonpath_first(directory: Path, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A copy of ``env`` (default: ours) with ``directory`` first on ``PYTHONPATH``, so its
+    ``sitecustomize`` runs in every interpreter started with it (also ``faults``' seam)."""
     result = dict(os.environ if env is None else env)
     result["PYTHONPATH"] = os.pathsep.join(
         part for part in (str(directory), result.get("PYTHONPATH")) if part
