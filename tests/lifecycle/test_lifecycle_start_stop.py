@@ -10,6 +10,7 @@ import subprocess
 from pathlib import Path
 
 import psutil
+import pytest
 from pools import (
     SUPERVISOR,
     Supervisor,
@@ -191,6 +192,31 @@ class TestRuntimePaths:
         )
         assert list(outside.iterdir()) == []
         assert not (root / "var").exists()
+        assert wait_gone(root) == []
+
+    @pytest.mark.parametrize(
+        ("key", "path", "rule"),
+        [
+            ("state_path", "alias/worker.generation.lock", "reserved-path"),
+            ("socket_path", "alias/worker.lifecycle.json", "reserved-path"),
+            ("stop_flag_path", "alias/worker.state.json", "overlapping-path"),
+        ],
+    )
+    def test_runtime_path_naming_another_file_through_a_symlink(
+        self, root: Path, supervisors, key: str, path: str, rule: str
+    ) -> None:  # type: ignore[no-untyped-def]
+        """A symlink inside the root can make another text name a canonical file (the
+        generation fence, the locator) or another runtime path: refused as if written
+        plainly, before anything is written."""
+        (root / "var/tmp").mkdir(parents=True)
+        (root / "alias").symlink_to("var/tmp")
+        write_root(root, **{key: path})
+        supervisor = supervisors(root)
+        assert supervisor.finish() == 6
+        assert supervisor.error == (
+            f"CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid (key worker.{key}, rule {rule})"
+        )
+        assert list((root / "var/tmp").iterdir()) == []
         assert wait_gone(root) == []
 
 

@@ -28,7 +28,7 @@ import enum
 import pathlib
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 import attrs
@@ -237,6 +237,22 @@ FORBIDDEN_DIRECTORY: Final = "skeleton"
 In the seed's framework the skeleton is the application's own tree, which runtime files
 must never be written into; the rule is kept so that a configuration valid here is valid
 there. Like ``..``, it applies to whole segments (``var/skeletons/x`` is fine)."""
+
+
+def check_path_claims(claimed: Iterable[tuple[str, str]], canonical: Iterable[str]) -> None:
+    """No claimed path equal to or nested in a canonical path or another field's path.
+
+    Run on the configured text at load time, and again by ``start`` on the paths as
+    they resolve through the root's symlinks (two different texts can name one file).
+    """
+    reserved = tuple(canonical)
+    seen: list[tuple[str, str]] = []
+    for field, path in claimed:
+        if any(paths_overlap(path, other) for other in reserved):
+            raise _fail(field, ConfigRule.RESERVED_PATH)
+        if any(paths_overlap(path, other) for owner, other in seen if owner != field):
+            raise _fail(field, ConfigRule.OVERLAPPING_PATH)
+        seen.append((field, path))
 
 
 def _check_path(field: str, value: object) -> str:
@@ -471,23 +487,22 @@ class PoolConfig:
         ``state_tmp_path`` is derived from ``state_path``, so its failures are reported
         on ``worker.state_path``.
         """
-        socket_path = _check_path("socket_path", self.socket_path)
-        state_path = _check_path("state_path", self.state_path)
-        stop_flag_path = _check_path("stop_flag_path", self.stop_flag_path)
+        _check_path("socket_path", self.socket_path)
+        _check_path("state_path", self.state_path)
+        _check_path("stop_flag_path", self.stop_flag_path)
         if not is_safe_relative_path(self.state_tmp_path):  # 4 characters longer
             raise _fail("state_path", ConfigRule.UNSAFE_PATH)
-        claimed: list[tuple[str, str]] = []
-        for field, path in (
-            ("socket_path", socket_path),
-            ("state_path", state_path),
+        check_path_claims(self.claimed_paths, CANONICAL_PATHS)
+
+    @property
+    def claimed_paths(self) -> tuple[tuple[str, str], ...]:
+        """``(field, path)`` of every file the pool writes besides the canonical ones."""
+        return (
+            ("socket_path", self.socket_path),
+            ("state_path", self.state_path),
             ("state_path", self.state_tmp_path),
-            ("stop_flag_path", stop_flag_path),
-        ):
-            if any(paths_overlap(path, canonical) for canonical in CANONICAL_PATHS):
-                raise _fail(field, ConfigRule.RESERVED_PATH)
-            if any(paths_overlap(path, other) for owner, other in claimed if owner != field):
-                raise _fail(field, ConfigRule.OVERLAPPING_PATH)
-            claimed.append((field, path))
+            ("stop_flag_path", self.stop_flag_path),
+        )
 
     def to_generation_dict(self) -> dict[str, object]:
         """Every field as plain JSON values (enums as values, tuples as lists), in order.
