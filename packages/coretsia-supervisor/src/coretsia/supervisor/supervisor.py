@@ -47,6 +47,7 @@ from coretsia.supervisor.respawn import RespawnPolicy
 from coretsia.supervisor.runner import runtime_dirs
 from coretsia.supervisor.telemetry import NO_TELEMETRY, Telemetry
 from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.client import STOP_SLACK_S
 from coretsia.worker_protocol.control import (
     ControlResponse,
     ErrorResponse,
@@ -103,7 +104,12 @@ LAUNCHER_CODE: Final = "from coretsia.supervisor.launcher import main; main()"
 boot a few milliseconds and about 0.2 MiB; the command line still names the launcher."""
 
 RELEASE_TIMEOUT_S: Final = 5.0
-SHUTDOWN_SLACK_S: Final = 5.0
+SHUTDOWN_SLACK_S: Final = STOP_SLACK_S - 2.0
+"""How long past the budgets the supervisor waits for the guardian's ``drained``.
+
+Shorter than a ``stop`` client's own slack: when ``drained`` never comes (the guardian is
+stuck behind a process that survived SIGKILL), the client must still hear
+``worker-shutdown-failed`` before it gives up with a communication failure."""
 _LAST_WORDS_S: Final = 1.0
 _GROUP_SIGNAL_GRACE_S: Final = 0.5
 
