@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pools
+import psutil
 import pytest
 
 APP = Path(__file__).resolve().parents[1] / "support" / "process_app.py"
@@ -194,6 +195,29 @@ def test_the_parent_stops_on_a_signal_or_the_cli(root: Path, how: str) -> None:
     script.finish()
     assert script.result == "returned", script.stderr
     assert sorted(words[1] for words in pools.events(root, "steady-stop")) == ["0", "1"]
+
+
+def test_a_lost_guardian_is_swept_up_but_the_applications_children_are_not(root: Path) -> None:
+    """After a SIGKILLed guardian the supervisor kills what is left of the generation,
+    and nothing else: the supervisor runs inside the application, whose own child lives
+    on (the sweep goes by the generation's environment mark, not by parentage)."""
+    script = Script(root, "own-child")
+    script.wait_running()
+    child = psutil.Process(int(script.stdout.split("before own child ")[1].split()[0]))
+    try:
+        guardian = next(
+            proc
+            for proc in psutil.Process(script.proc.pid).children()
+            if "coretsia.guardian" in proc.cmdline()
+        )
+        guardian.kill()
+        script.finish()
+        assert script.result.startswith("raised WorkerLifecycleFailedError"), script.stderr
+        assert child.is_running()
+        pools.wait_for(lambda: [proc.pid for proc in pools.processes_in(root)] == [child.pid])
+    finally:
+        child.kill()
+        child.wait(timeout=WAIT)
 
 
 @pytest.mark.parametrize("scenario", ["stubborn", "stubborn-trio"])

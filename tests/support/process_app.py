@@ -11,6 +11,7 @@ module level, so the workers re-import this script the way multiprocessing's spa
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -213,6 +214,15 @@ def scenario(name: str) -> None:
         threading.Thread(target=stop_when_started, daemon=True).start()
     elif name == "serve":
         pm.add_batch(2, steady, name="steady")
+    elif name == "own-child":
+        # The application's own child, started before the pool: not the pool's to kill.
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(60)"],
+            stdout=subprocess.DEVNULL,  # not the script's pipes: the test reads them to EOF
+            stderr=subprocess.DEVNULL,
+        )
+        print("before own child", child.pid, flush=True)
+        pm.add(steady)
     elif name == "stubborn":
         pm.add(stubborn).add(stubborn_asyncio, enable_async=True)
     elif name == "stubborn-trio":

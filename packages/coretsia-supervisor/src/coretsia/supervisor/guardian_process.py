@@ -32,6 +32,15 @@ _PRIVATE_ENV = frozenset(
     {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID"}
 )
 
+TREE_ENV = "CORETSIA_WORKER_TREE"
+"""Marks every process of this supervisor's generations: the guardian, the proc host, the
+workers and whatever they start (an environment is inherited unless a program clears
+it). The last-resort sweep after a lost guardian kills only processes carrying it, so an
+application that embeds the supervisor (``ProcessManager``) keeps its own children."""
+
+TREE_MARK = f"{os.getpid()}-{os.urandom(8).hex()}"
+"""This supervisor process's value of :data:`TREE_ENV`."""
+
 
 def guardian_env(environ: Mapping[str, str]) -> dict[str, str]:
     """The environment handed to the guardian (and through it to every worker).
@@ -39,7 +48,9 @@ def guardian_env(environ: Mapping[str, str]) -> dict[str, str]:
     Service-manager variables are meant for the supervisor alone: a worker that saw
     ``NOTIFY_SOCKET`` could announce readiness for the whole service.
     """
-    return {k: v for k, v in environ.items() if k not in _PRIVATE_ENV}
+    env = {k: v for k, v in environ.items() if k not in _PRIVATE_ENV}
+    env[TREE_ENV] = TREE_MARK
+    return env
 
 
 class GuardianProcess:

@@ -40,6 +40,7 @@ from coretsia.supervisor._version import __version__
 from coretsia.supervisor.config import PoolConfig
 from coretsia.supervisor.control_server import ControlServer
 from coretsia.supervisor.guardian_link import GuardianLink, guardian_env
+from coretsia.supervisor.guardian_process import TREE_ENV, TREE_MARK
 from coretsia.supervisor.notify import Notifier
 from coretsia.supervisor.pool import Pool, Slot, SlotState
 from coretsia.supervisor.process.ipc_resources import PoolIpc
@@ -774,19 +775,25 @@ def _sweep_orphans(budget_s: float) -> None:
 
     The supervisor is a child subreaper, so every process of the generation that outlived
     the guardian (workers dying of their parent-death signal, grandchildren that left
-    their process group) is now our descendant. Nothing else is: the supervisor has no
-    other children. psutil checks each process's identity before signalling, and waits
-    for our children by explicit pid, never ``waitpid(-1)``.
+    their process group) is now our descendant. So may be an embedding application's own
+    children (``ProcessManager`` runs the supervisor inside the application): only
+    descendants that carry this supervisor's :data:`TREE_ENV` mark are killed. psutil
+    checks each process's identity before signalling, and waits for our children by
+    explicit pid, never ``waitpid(-1)``.
     """
     import psutil
 
     try:
-        left = psutil.Process().children(recursive=True)
+        descendants = psutil.Process().children(recursive=True)
     except psutil.Error:
         return
-    for proc in left:
+    left = []
+    for proc in descendants:
         try:
+            if proc.environ().get(TREE_ENV) != TREE_MARK:
+                continue
             proc.kill()
         except psutil.Error:
-            continue
+            continue  # gone already, or a zombie whose environment cannot be read
+        left.append(proc)
     psutil.wait_procs(left, timeout=budget_s)
