@@ -10,6 +10,7 @@ import trio
 
 from coretsia.guardian.channel import FramedChannel
 from coretsia.supervisor.guardian_link import GuardianLink, guardian_env
+from coretsia.supervisor.guardian_process import TREE_ENV, TREE_MARK
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import (
     WorkerAlreadyRunningError,
@@ -84,7 +85,8 @@ class TestHandshake:
 
 
 def test_service_manager_variables_are_not_inherited() -> None:
-    """NOTIFY_SOCKET and friends never reach the guardian or the workers."""
+    """NOTIFY_SOCKET and friends never reach the guardian or the workers; the tree mark
+    (what the sweep after a lost guardian goes by) always does."""
     env = guardian_env(
         {
             "NOTIFY_SOCKET": "/run/x",
@@ -95,4 +97,4 @@ def test_service_manager_variables_are_not_inherited() -> None:
             "PATH": "/bin",
         }
     )
-    assert env == {"PATH": "/bin"}
+    assert env == {"PATH": "/bin", TREE_ENV: TREE_MARK}
