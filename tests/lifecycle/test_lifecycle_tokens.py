@@ -132,6 +132,14 @@ class TestRuntimeFiles:
         )
         assert _outcome(supervisor) == [("pool.failed", "worker-lifecycle-failed")]
 
+    def test_endpoint_key_that_cannot_be_written(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A directory at the endpoint key's path fails the start as lifecycle-failed."""
+        (root / "var/tmp/worker.endpoint-key/inside").mkdir(parents=True)
+        supervisor = _fails_with(
+            supervisors, root, "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-lifecycle-failed"
+        )
+        assert _outcome(supervisor) == [("pool.failed", "worker-lifecycle-failed")]
+
     def test_unexpected_exception_in_the_supervisor(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
         """Anything unexpected ends in start's catch-all, printed and logged alike."""
         supervisor = _fails_with(

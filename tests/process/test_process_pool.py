@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
+import faults
 import pools
 import psutil
 import pytest
@@ -47,11 +48,12 @@ def configure(root: Path, **worker: object) -> None:
 class Script:
     """``python process_app.py <scenario>`` in ``root``: the pool's parent process."""
 
-    def __init__(self, root: Path, scenario: str) -> None:
+    def __init__(self, root: Path, scenario: str, env: dict[str, str] | None = None) -> None:
         self.root = root
         self.proc = subprocess.Popen(
             [sys.executable, "process_app.py", scenario],
             cwd=root,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -218,6 +220,17 @@ def test_a_lost_guardian_is_swept_up_but_the_applications_children_are_not(root:
     finally:
         child.kill()
         child.wait(timeout=WAIT)
+
+
+def test_an_unexpected_failure_raises_the_start_catch_all(root: Path) -> None:
+    """Something unexpected inside the supervisor reaches the application as start's
+    catch-all WorkerError (its message never), after the pool was shut down."""
+    script = Script(root, "serve", env=faults.fault_env("supervisor-raises"))
+    script.finish()
+    assert script.result == (
+        "raised WorkerStartFailedError CORETSIA_WORKER_START_FAILED: worker-start-failed"
+    ), script.stderr
+    assert "secret" not in script.stdout + script.stderr
 
 
 @pytest.mark.parametrize("scenario", ["stubborn", "stubborn-trio"])

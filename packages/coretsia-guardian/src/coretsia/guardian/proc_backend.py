@@ -82,13 +82,18 @@ class ProcBackend:
         (whichever side notices it: the supervisor must be able to say so), and
         ``worker-process-host-failed`` for any other failure.
         """
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError as exc:  # out of descriptors
+            raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from exc
         try:
             argv = (sys.executable, "-m", "coretsia.proc_host")
             pid = await spawner.spawn(SpawnRequest(argv, env, (theirs.fileno(), *shared_fds)))
-        except OSError as exc:
+        except BaseException as exc:  # a refused spawn, or a cancellation while waiting
             ours.close()
-            raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from exc
+            if isinstance(exc, OSError):
+                raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from exc
+            raise
         finally:
             theirs.close()
         channel = FramedChannel(trio.socket.from_stdlib_socket(ours))
@@ -181,7 +186,7 @@ async def _handshake(channel: FramedChannel) -> None:
             answer = None if line is None else decode_proc_host_frame(line)
         except (*_LOST, ProtocolError):
             answer = None
-        if isinstance(answer, Refused):
+        if isinstance(answer, Refused) and answer.reason is Reason.PEER_VERSION_MISMATCH:
             raise error_for(answer.reason)
         if isinstance(answer, Welcome):
             check_peer_version(__version__, answer.peer_version)

@@ -190,6 +190,7 @@ class Supervisor:
     async def run(self) -> None:
         """Start, serve and shut down; raise the failure that ended the run, if any."""
         signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+        unexpected: Exception | None = None
         with trio.open_signal_receiver(*signals) as received:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -200,19 +201,20 @@ class Supervisor:
                     await self._start_and_serve(nursery)
                 except WorkerError as exc:
                     self._fail(exc)
-                except Exception:
-                    # Not ours to name: it propagates (``start`` prints its catch-all, the
-                    # debug switch shows the traceback), but the shutdown logs the failure
-                    # under that same catch-all, never as a clean stop.
+                except Exception as exc:  # noqa: BLE001 - mapped to the catch-all, kept as cause
+                    # Not ours to name: the run fails with start's catch-all (logged as
+                    # such, never as a clean stop), the original kept as its cause for
+                    # the debug switch's traceback. Raised after the nursery, so callers
+                    # (``ProcessManager.start`` too) get a WorkerError, not a group.
                     self._fail(WorkerStartFailedError(Reason.START_FAILED))
-                    raise
+                    unexpected = exc
                 finally:
                     self._starting.finish("failure")  # no-op once the pool was running
                     with trio.CancelScope(shield=True):
                         await self._shutdown()
                 nursery.cancel_scope.cancel()
         if self._failure is not None:
-            raise self._failure
+            raise self._failure from unexpected
 
     async def _start_and_serve(self, nursery: trio.Nursery) -> None:
         config = self._config
@@ -581,7 +583,10 @@ class Supervisor:
     # -- files --------------------------------------------------------------------------
 
     def _endpoint_hash(self) -> str:
-        key = files.endpoint_key(self._root / ENDPOINT_KEY_PATH)
+        try:
+            key = files.endpoint_key(self._root / ENDPOINT_KEY_PATH)
+        except OSError as exc:  # a directory at its path, a full disk
+            raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
         if self._transport is Transport.UNIX:
             address = self._config.socket_path
         else:
