@@ -33,8 +33,10 @@ def main() -> None:
     if not (armed and matches):
         os._exit(1)
     try:
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # no SIGHUP on Windows
-            signal.signal(sig, _ignore)
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):  # Windows has no SIGHUP
+            sig = getattr(signal, name, None)
+            if sig is not None:
+                signal.signal(sig, _ignore)
         from coretsia.proc_host.host import run
 
         code = run()

@@ -66,8 +66,23 @@ class Job:
 
     def __init__(self) -> None:
         kernel32: Any = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+        ntdll: Any = ctypes.WinDLL("ntdll")  # type: ignore[attr-defined]
+        # Declared, or ctypes passes and returns C ints: a 64-bit handle would be cut short.
+        kernel32.CreateJobObjectW.argtypes = (ctypes.c_void_p, wintypes.LPCWSTR)
+        kernel32.CreateJobObjectW.restype = wintypes.HANDLE
+        kernel32.SetInformationJobObject.argtypes = (
+            wintypes.HANDLE,
+            ctypes.c_int,
+            ctypes.c_void_p,
+            wintypes.DWORD,
+        )
+        kernel32.SetInformationJobObject.restype = wintypes.BOOL
+        kernel32.AssignProcessToJobObject.argtypes = (wintypes.HANDLE, wintypes.HANDLE)
+        kernel32.AssignProcessToJobObject.restype = wintypes.BOOL
+        ntdll.NtResumeProcess.argtypes = (wintypes.HANDLE,)
+        ntdll.NtResumeProcess.restype = ctypes.c_long  # an NTSTATUS
         self._kernel32 = kernel32
-        self._ntdll: Any = ctypes.WinDLL("ntdll")  # type: ignore[attr-defined]
+        self._ntdll = ntdll
         self._handle = kernel32.CreateJobObjectW(None, None)
         if not self._handle:
             raise OSError(ctypes.get_last_error())  # type: ignore[attr-defined]

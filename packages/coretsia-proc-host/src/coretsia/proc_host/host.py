@@ -175,7 +175,11 @@ class Host:
         self._send(Spawned(slot=frame.slot, pid=proc.pid))
 
     def _start(self, argv: list[str]) -> subprocess.Popen[bytes]:
-        """Start one worker with exactly its three descriptors, in a session of its own."""
+        """Start one worker with exactly its three descriptors, in a session of its own.
+
+        On Windows (never run, see ``_windows``) descriptors cannot be passed this way:
+        the worker starts suspended inside the proc host's Job Object instead.
+        """
         if self._job is not None:  # pragma: no cover - Windows only
             return self._job.start(argv, self._env)
         return subprocess.Popen(

@@ -147,7 +147,6 @@ def publish(root: str | os.PathLike[str], spec: Mapping[str, object]) -> str:
             f"{digest[:_PREFIX_LEN]}-{counter:0{_COUNTER_LEN}d}-{os.urandom(_NONCE_BYTES).hex()}"
         )
         tmp_dir = os.path.join(base, _TMP_PREFIX + gen_id)
-        _remove(tmp_dir)  # a leftover of a publish that crashed with this very id
         os.mkdir(tmp_dir, 0o700)
         _write_durably(tmp_dir, GENERATION_FILE, document)
         os.rename(tmp_dir, os.path.join(base, gen_id))
