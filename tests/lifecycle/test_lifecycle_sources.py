@@ -15,8 +15,9 @@ import json
 from pathlib import Path
 
 import pytest
-from fixture_dist import coretsia_imports, env_with, install, wheel
+from fixture_dist import coretsia_imports, install, wheel
 from pools import assert_failed, cli, events, wait_for, write_root
+from site_hooks import pythonpath_first
 
 SOURCE_GROUP = "coretsia.worker.task_sources"
 HOOK_GROUP = "coretsia.worker.hooks"
@@ -83,6 +84,13 @@ reset.kind = "reset"
 def during():
     pass
 during.kind = "during"
+"""
+
+NOT_CALLABLE_HOOK = """
+class _Inert:
+    kind = "before"
+
+hook = _Inert()
 """
 
 APP = """
@@ -233,6 +241,12 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             {},
             {HOOK_GROUP: {"gone": "no_such_module:hook"}},
         ),
+        "not_callable": wheel(
+            base / "wheels",
+            "not_callable_hooks",
+            {"not_callable_hooks": NOT_CALLABLE_HOOK},
+            {HOOK_GROUP: {"inert": "not_callable_hooks:hook"}},
+        ),
     }
     layouts = {
         "third": ["third"],
@@ -241,6 +255,7 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "hooks": ["hooks"],
         "bad_kind": ["bad_kind"],
         "bad_import": ["bad_import"],
+        "not_callable": ["not_callable"],
     }
     found = {}
     for site, names in layouts.items():
@@ -293,7 +308,7 @@ class TestDiscovery:
         assert "coretsia.worker_protocol.task_source" in imported  # the SPI, and only it
         assert [m for m in imported if not m.startswith("coretsia.worker_protocol")] == ["coretsia"]
         http_root(root)
-        supervisor = supervisors(root, env=env_with(site))
+        supervisor = supervisors(root, env=pythonpath_first(site))
         supervisor.wait_running()
         assert frozen_spec(root)["task_source"] == "thirdparty_source:make_source"
         wait_for(lambda: len((root / "third-party.log").read_text().split()) == 6)
@@ -314,7 +329,7 @@ class TestDiscovery:
     ) -> None:  # type: ignore[no-untyped-def]
         """Two installed sources for one task type need an explicit selection."""
         http_root(root)
-        supervisor = supervisors(root, env=env_with(sites["two"]))
+        supervisor = supervisors(root, env=pythonpath_first(sites["two"]))
         assert_failed(
             supervisor, root, "CORETSIA_WORKER_START_FAILED: worker-task-source-ambiguous"
         )
@@ -322,7 +337,7 @@ class TestDiscovery:
     def test_selection_by_name(self, root: Path, supervisors, sites: dict[str, Path]) -> None:  # type: ignore[no-untyped-def]
         """Naming a source selects it among several: configuration, not priority."""
         http_root(root, task_source="second")
-        supervisor = supervisors(root, env=env_with(sites["two"]))
+        supervisor = supervisors(root, env=pythonpath_first(sites["two"]))
         supervisor.wait_running()
         assert frozen_spec(root)["task_source"] == "second_source:make_source"
         stop(root, supervisor)
@@ -332,7 +347,7 @@ class TestDiscovery:
     ) -> None:  # type: ignore[no-untyped-def]
         """A selected source that does not serve the task type is missing for it."""
         write_root(root, task_type="queue", task_source="third")
-        supervisor = supervisors(root, env=env_with(sites["third"]))
+        supervisor = supervisors(root, env=pythonpath_first(sites["third"]))
         assert_failed(supervisor, root, "CORETSIA_WORKER_START_FAILED: worker-task-source-missing")
 
     def test_a_broken_distribution_fails_discovery(
@@ -343,7 +358,7 @@ class TestDiscovery:
         Strict on purpose: the broken entry might be the very source meant to serve.
         """
         http_root(root)
-        supervisor = supervisors(root, env=env_with(sites["broken"]))
+        supervisor = supervisors(root, env=pythonpath_first(sites["broken"]))
         assert_failed(
             supervisor, root, "CORETSIA_WORKER_START_FAILED: worker-task-source-unresolvable"
         )
@@ -353,7 +368,7 @@ class TestDiscovery:
     ) -> None:  # type: ignore[no-untyped-def]
         """The workaround for a broken neighbour: select the source by name."""
         http_root(root, task_source="third")
-        supervisor = supervisors(root, env=env_with(sites["broken"]))
+        supervisor = supervisors(root, env=pythonpath_first(sites["broken"]))
         supervisor.wait_running()
         assert frozen_spec(root)["task_source"] == "thirdparty_source:make_source"
         stop(root, supervisor)
@@ -371,7 +386,7 @@ class TestHooks:
                 'after = ["sources_app:configured_after"]\n'
                 'reset = ["sources_app:configured_reset"]\n'
             )
-        supervisor = supervisors(root, env=env_with(sites["hooks"]))
+        supervisor = supervisors(root, env=pythonpath_first(sites["hooks"]))
         supervisor.wait_running()
         spec = frozen_spec(root)
         assert spec["before_hooks"] == [
@@ -394,14 +409,18 @@ class TestHooks:
         stop(root, supervisor)
         assert list(units(root).values()) == [unit * 2, unit * 2]
 
-    @pytest.mark.parametrize("site", ["bad_kind", "bad_import"])
+    @pytest.mark.parametrize("site", ["bad_kind", "bad_import", "not_callable"])
     def test_a_bad_contributed_hook_fails_the_start(
         self, root: Path, supervisors, sites: dict[str, Path], site: str
     ) -> None:  # type: ignore[no-untyped-def]
-        """A hook entry of no known kind, or one that cannot be imported, fails the start."""
+        """A hook entry of no known kind, that cannot be imported or that is not callable
+        fails the start (start's catch-all: the seed has no token for hooks)."""
         app_root(root, task_source="sources_app:counted")
-        supervisor = supervisors(root, env=env_with(sites[site]))
+        supervisor = supervisors(root, env=pythonpath_first(sites[site]))
         assert_failed(supervisor, root, "CORETSIA_WORKER_START_FAILED: worker-start-failed")
+        # Refused in discovery, before the generation: not by a failure further on that
+        # start's catch-all would name alike (an accepted bad hook fails in the workers).
+        assert not (root / "var/generations").exists()
         assert units(root) == {}
 
     def test_a_failing_before_hook_skips_the_task_and_fails_it(

@@ -7,7 +7,7 @@ lay out ``*.dist-info`` folders by hand: :func:`wheel` writes a complete wheel (
 ``METADATA``, ``WHEEL``, ``entry_points.txt`` and a hashed ``RECORD``) and :func:`install`
 has uv install it into a target directory, offline and without dependencies, exactly as
 ``uv pip install --target`` does for an application. The target goes on a supervisor's
-``PYTHONPATH`` (:func:`env_with`), where discovery and the workers' imports find it.
+``PYTHONPATH`` (``site_hooks.pythonpath_first``), where discovery and the workers' imports find it.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import zipfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from site_hooks import pythonpath_first
 from uv import find_uv_bin
 
 VERSION = "1.0"
@@ -80,13 +81,6 @@ def install(wheel_path: Path, target: Path) -> Path:
     return target
 
 
-def env_with(target: Path) -> dict[str, str]:
-    """This environment with ``target`` first on ``PYTHONPATH``."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(target), env.get("PYTHONPATH")]))
-    return env
-
-
 def coretsia_imports(target: Path, module: str) -> list[str]:
     """The ``coretsia`` modules a fresh interpreter holds after importing ``module``."""
     probe = (
@@ -95,7 +89,7 @@ def coretsia_imports(target: Path, module: str) -> list[str]:
     )
     out = subprocess.run(
         [sys.executable, "-c", probe],
-        env=env_with(target),
+        env=pythonpath_first(target),
         capture_output=True,
         text=True,
         check=True,
