@@ -150,6 +150,21 @@ class TestRuntimeFiles:
         )
         assert _outcome(supervisor) == [("pool.failed", "worker-start-failed")]
 
+    def test_debug_switch_shows_what_the_catch_all_stands_for(
+        self, root: Path, supervisors
+    ) -> None:  # type: ignore[no-untyped-def]
+        """With the (unsafe) debug switch the unexpected exception's traceback is printed
+        before the token, for the operator who asked; the token stays the last line."""
+        env = {**fault_env("supervisor-raises"), "CORETSIA_DEBUG": "1"}
+        supervisor = supervisors(root, env=env)
+        assert supervisor.finish(60) == 1
+        assert "RuntimeError: unexpected at /secret/path" in supervisor.stderr
+        error = supervisor.error.splitlines()
+        assert error[0] == "Traceback (most recent call last):"
+        assert error[-1] == "CORETSIA_WORKER_START_FAILED: worker-start-failed"
+        assert not lock_held(root)
+        assert wait_gone(root) == []
+
     @pytest.mark.parametrize("link", ["var", "var/tmp", "var/generations"])
     def test_runtime_directory_outside_the_root(
         self, root: Path, supervisors, tmp_path: Path, link: str

@@ -199,10 +199,12 @@ def test_the_parent_stops_on_a_signal_or_the_cli(root: Path, how: str) -> None:
     assert sorted(words[1] for words in pools.events(root, "steady-stop")) == ["0", "1"]
 
 
+@pytest.mark.parametrize("root", ["fork", "proc"], indirect=True)
 def test_a_lost_guardian_is_swept_up_but_the_applications_children_are_not(root: Path) -> None:
-    """After a SIGKILLed guardian the supervisor kills what is left of the generation,
-    and nothing else: the supervisor runs inside the application, whose own child lives
-    on (the sweep goes by the generation's environment mark, not by parentage)."""
+    """After a SIGKILLed guardian the supervisor kills and reaps what is left of the
+    generation, and nothing else: the supervisor runs inside the application, whose own
+    child lives on (the sweep goes by the generation's environment mark, not by
+    parentage), and no zombie of the pool is left among the application's children."""
     script = Script(root, "own-child")
     script.wait_running()
     child = psutil.Process(int(script.stdout.split("before own child ")[1].split()[0]))
@@ -214,7 +216,9 @@ def test_a_lost_guardian_is_swept_up_but_the_applications_children_are_not(root:
         )
         guardian.kill()
         script.finish()
-        assert script.result.startswith("raised WorkerLifecycleFailedError"), script.stderr
+        lines = script.stdout.splitlines()
+        assert lines[-2].startswith("raised WorkerLifecycleFailedError"), script.stderr
+        assert lines[-1] == "children sleeping"  # its own child: no zombie of the pool
         assert child.is_running()
         pools.wait_for(lambda: [proc.pid for proc in pools.processes_in(root)] == [child.pid])
     finally:

@@ -45,6 +45,7 @@ GUARDIAN_FRAMES: list[Any] = [
     g.SpawnFailed(slot=1, reason=Reason.FORK_FAILED),
     g.Exited(slot=2, exit_kind="signal-kill"),
     g.GenerationFailed(reason=Reason.PROCESS_HOST_FAILED),
+    g.HostStarted(pid=4321),
     g.Shutdown(),
     g.Phase(phase=ShutdownPhase.TERMINATE, budget_ms=1000),
     g.Drained(clean=True),

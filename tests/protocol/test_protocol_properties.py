@@ -181,6 +181,7 @@ guardian_frames = st.one_of(
     st.just(g.Locked()),
     refused,
     st.builds(g.GenerationFailed, reason=st.sampled_from(Reason)),
+    st.builds(g.HostStarted, pid=ints),
     spawn,
     spawned,
     spawn_failed,

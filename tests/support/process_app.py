@@ -329,6 +329,13 @@ if __name__ == "__main__":
     else:
         print("after", _process_state(), flush=True)
         print("returned", flush=True)
+    if sys.argv[1] == "own-child":
+        import psutil
+
+        # What the pool left among the application's children: nothing but its own child,
+        # not even a zombie (this process lives on after start(), as an application does).
+        statuses = sorted(child.status() for child in psutil.Process().children())
+        print("children", *statuses, flush=True)
     if sys.argv[1] in ("empty", "cancelled"):
         try:
             MANAGER.add(steady)

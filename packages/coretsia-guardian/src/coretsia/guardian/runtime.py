@@ -42,6 +42,7 @@ from coretsia.worker_protocol.internal.guardian import (
     GenerationFailed,
     GuardianFrame,
     Hello,
+    HostStarted,
     Phase,
     Release,
     Shutdown,
@@ -96,6 +97,7 @@ class Generation:
             self.post(GenerationFailed(reason=exc.reason))
             return False
         self._backend = self._host
+        self.post(HostStarted(pid=self._host.pid))
         nursery.start_soon(self._watch_host, self._host)
         return True
 

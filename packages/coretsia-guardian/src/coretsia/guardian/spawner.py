@@ -76,7 +76,10 @@ class Spawner:
         done = trio.Event()
         result: list[int | OSError] = []
         self._requests.put((request, trio.lowlevel.current_trio_token(), result, done))
-        await done.wait()
+        # Never abandoned half way: the caller closes the descriptors it passes once this
+        # returns, and the thread may be duplicating them right now (a spawn is quick).
+        with trio.CancelScope(shield=True):
+            await done.wait()
         outcome = result[0]
         if isinstance(outcome, OSError):
             raise outcome

@@ -214,6 +214,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         code = command(args)
     except WorkerError as exc:
+        if exc.__cause__ is not None and os.environ.get(DEBUG_ENV) == "1":
+            import traceback  # unsafe, on request: what the token stands for
+
+            traceback.print_exception(exc.__cause__)
         output.error(exc)
         code = exc.exit_code
     except KeyboardInterrupt:

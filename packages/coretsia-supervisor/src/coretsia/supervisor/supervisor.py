@@ -71,11 +71,13 @@ from coretsia.worker_protocol.internal.guardian import (
     Exited,
     GenerationFailed,
     Hello,
+    HostStarted,
     Phase,
     Release,
     Released,
     Shutdown,
     Spawn,
+    Spawned,
     SpawnFailed,
 )
 from coretsia.worker_protocol.lifecycle import (
@@ -184,6 +186,10 @@ class Supervisor:
         self._artifact_root = ""
         self._retire_queue: collections.deque[Slot] = collections.deque()
         self._recycling: Slot | None = None
+        self._worker_pids: dict[int, int] = {}
+        """Slot to the pid of its live worker, as the guardian reports them (for the sweep)."""
+        self._helper_pids: set[int] = set()
+        """The proc host's pid, once the guardian reported it (``proc``), for the sweep."""
 
     # -- the whole run ------------------------------------------------------------------
 
@@ -213,8 +219,11 @@ class Supervisor:
                     with trio.CancelScope(shield=True):
                         await self._shutdown()
                 nursery.cancel_scope.cancel()
-        if self._failure is not None:
-            raise self._failure from unexpected
+        failure = self._failure
+        if failure is not None:
+            if unexpected is not None:
+                raise failure from unexpected
+            raise failure  # with the cause it was raised with, if any
 
     async def _start_and_serve(self, nursery: trio.Nursery) -> None:
         config = self._config
@@ -501,7 +510,12 @@ class Supervisor:
                 self._drained.set()
                 self._released.set()
                 return
-            if isinstance(frame, Exited):
+            if isinstance(frame, Spawned):
+                self._worker_pids[frame.slot] = frame.pid
+            elif isinstance(frame, HostStarted):
+                self._helper_pids.add(frame.pid)
+            elif isinstance(frame, Exited):
+                self._worker_pids.pop(frame.slot, None)
                 self._on_exit(frame)
             elif isinstance(frame, SpawnFailed):
                 if frame.reason is Reason.FORK_FAILED:
@@ -767,7 +781,11 @@ class Supervisor:
         exited = await link.abandon()
         contained = self._drained_clean is not None and not self._guardian_lost
         if exited and not contained:
-            await trio.to_thread.run_sync(_sweep_orphans, self._config.force_kill_timeout_ms / 1000)
+            await trio.to_thread.run_sync(
+                _sweep_orphans,
+                self._config.force_kill_timeout_ms / 1000,
+                frozenset({*self._worker_pids.values(), *self._helper_pids}),
+            )
 
 
 def _count(value: object) -> int:
@@ -775,16 +793,18 @@ def _count(value: object) -> int:
     return value if type(value) is int and value >= 0 else 0
 
 
-def _sweep_orphans(budget_s: float) -> None:
+def _sweep_orphans(budget_s: float, known: frozenset[int]) -> None:
     """Kill and reap what a killed guardian left behind (runs in a worker thread).
 
     The supervisor is a child subreaper, so every process of the generation that outlived
     the guardian (workers dying of their parent-death signal, grandchildren that left
     their process group) is now our descendant. So may be an embedding application's own
     children (``ProcessManager`` runs the supervisor inside the application): only
-    descendants that carry this supervisor's :data:`TREE_ENV` mark are killed. psutil
-    checks each process's identity before signalling, and waits for our children by
-    explicit pid, never ``waitpid(-1)``.
+    descendants that carry this supervisor's :data:`TREE_ENV` mark are killed. A zombie's
+    environment cannot be read, so a dead worker or proc host (its parent-death signal
+    fired before the sweep) is known by its pid, as the guardian last reported it
+    (``known``), and reaped. psutil checks each process's identity before signalling,
+    and waits for our children by explicit pid, never ``waitpid(-1)``.
     """
     import psutil
 
@@ -798,7 +818,10 @@ def _sweep_orphans(budget_s: float) -> None:
             if proc.environ().get(TREE_ENV) != TREE_MARK:
                 continue
             proc.kill()
+        except psutil.ZombieProcess:
+            if proc.pid not in known:
+                continue  # not known to be ours: its parent reaps it
         except psutil.Error:
-            continue  # gone already, or a zombie whose environment cannot be read
+            continue  # gone already
         left.append(proc)
     psutil.wait_procs(left, timeout=budget_s)

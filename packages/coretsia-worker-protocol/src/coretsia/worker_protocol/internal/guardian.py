@@ -119,6 +119,19 @@ class Exited:
 
 
 @attrs.frozen(kw_only=True)
+class HostStarted:
+    """Guardian to supervisor: the proc host runs as ``pid`` (driver ``proc`` only).
+
+    The supervisor, a subreaper, inherits it if the guardian dies; a dead process's
+    environment cannot be read, so the pid is how the sweep knows it for its own.
+    """
+
+    TAG: ClassVar[str] = "host-started"
+    version: Literal[1] = 1
+    pid: int
+
+
+@attrs.frozen(kw_only=True)
 class GenerationFailed:
     """Guardian to supervisor: the generation broke: fail the pool with ``reason``.
 
@@ -183,6 +196,7 @@ GuardianFrame = (
     | Spawned
     | SpawnFailed
     | Exited
+    | HostStarted
     | GenerationFailed
     | Shutdown
     | Phase
