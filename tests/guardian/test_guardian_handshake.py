@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, signals_sent, site_env
+from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, quick_and_slow_workers, signals_sent, site_env
 
 from coretsia.guardian._version import __version__
 from coretsia.worker_protocol.catalogue import Reason
@@ -26,7 +26,6 @@ from coretsia.worker_protocol.internal.guardian import (
     Released,
     Shutdown,
     Spawn,
-    Spawned,
     Welcome,
     decode_guardian_frame,
     encode_guardian_frame,
@@ -199,17 +198,7 @@ def test_signals_only_its_unreaped_workers(root: Path, tmp_path: Path) -> None:
     guardian.send(hello(stop_timeout_ms=100))
     assert isinstance(guardian.receive(), Welcome)
     assert isinstance(guardian.receive(), Locked)
-    channels = [guardian.spawn(0, "pass"), guardian.spawn(1, "import time; time.sleep(60)")]
-    pids: dict[int, int] = {}
-    exited: dict[int, str] = {}
-    while len(pids) < 2 or 0 not in exited:  # the quick worker ran and was reaped
-        frame = guardian.receive()
-        if isinstance(frame, Spawned):
-            pids[frame.slot] = frame.pid
-        elif isinstance(frame, Exited):
-            exited[frame.slot] = frame.exit_kind
-        else:
-            raise AssertionError(frame)
+    channels, pids, exited = quick_and_slow_workers(guardian)
     guardian.send(encode_guardian_frame(Shutdown()))
     while not isinstance(frame := guardian.receive(), Drained):
         if isinstance(frame, Exited):

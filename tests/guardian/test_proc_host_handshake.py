@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from pools import Supervisor, assert_none_left, lock_held, write_root
-from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, signals_sent, site_env
+from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, quick_and_slow_workers, signals_sent, site_env
 
 from coretsia.proc_host._version import __version__
 from coretsia.worker_protocol.catalogue import Reason
@@ -153,17 +153,7 @@ def test_never_signals_a_reaped_worker(hosts: Callable[..., ProcHost], tmp_path:
     log = tmp_path / "signals.log"
     host = hosts(site_env(tmp_path / "site", SIGNAL_LOG, {**os.environ, SIGNAL_LOG_ENV: str(log)}))
     host.handshake()
-    channels = [host.spawn(0, "pass"), host.spawn(1, "import time; time.sleep(60)")]
-    pids: dict[int, int] = {}
-    exited: dict[int, str] = {}
-    while len(pids) < 2 or 0 not in exited:  # the quick worker ran and was reaped
-        frame = host.receive()
-        if isinstance(frame, Spawned):
-            pids[frame.slot] = frame.pid
-        elif isinstance(frame, Exited):
-            exited[frame.slot] = frame.exit_kind
-        else:
-            raise AssertionError(frame)
+    channels, pids, _ = quick_and_slow_workers(host)
     for slot in (0, 1):
         host.send(Signal(slot=slot, signal=SignalName.TERM))
     frame = host.receive()

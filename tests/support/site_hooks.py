@@ -11,9 +11,13 @@ tells the processes apart by ``sys.orig_argv`` (``-m coretsia.guardian``, ...).
 from __future__ import annotations
 
 import os
+import socket
 import textwrap
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Protocol
+
+from coretsia.worker_protocol.internal.guardian import Exited, Spawned
 
 
 def site_env(directory: Path, code: str, env: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -58,3 +62,31 @@ def signals_sent(log: Path) -> list[tuple[int, int]]:
     return [
         (int(pid), int(sig)) for pid, sig in (line.split() for line in log.read_text().splitlines())
     ]
+
+
+class _Spawning(Protocol):
+    def spawn(self, slot: int, code: str) -> socket.socket: ...
+    def receive(self) -> object: ...
+
+
+def quick_and_slow_workers(
+    peer: _Spawning,
+) -> tuple[list[socket.socket], dict[int, int], dict[int, str]]:
+    """Through a guardian or proc host, spawn slot 0 (exits at once) and slot 1 (sleeps);
+    return once both run and slot 0 was reaped: channels, pids and exit kinds by slot.
+
+    What the signal-safety tests of both daemons need: one pid that must never be
+    signalled again (reaped) beside one that may be.
+    """
+    channels = [peer.spawn(0, "pass"), peer.spawn(1, "import time; time.sleep(60)")]
+    pids: dict[int, int] = {}
+    exited: dict[int, str] = {}
+    while len(pids) < 2 or 0 not in exited:
+        frame = peer.receive()
+        if isinstance(frame, Spawned):
+            pids[frame.slot] = frame.pid
+        elif isinstance(frame, Exited):
+            exited[frame.slot] = frame.exit_kind
+        else:
+            raise AssertionError(frame)
+    return channels, pids, exited
