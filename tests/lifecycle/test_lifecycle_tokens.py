@@ -191,6 +191,25 @@ class TestRuntimeFiles:
 
 
 class TestRecycle:
+    def test_an_idle_worker_leaves_when_its_turn_comes(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """A worker blocked in receive, with no task coming, still recycles at once when
+        the supervisor grants its turn (the grant wakes the stop descriptor the source
+        waits on), instead of holding the one recycling turn until a next task."""
+        write_root(root, task_source="lifecycle_app:one_task", workers=1, max_requests=1)
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+
+        def served_by() -> set[str]:
+            log = root / "recycle.log"
+            lines = log.read_text().splitlines() if log.exists() else []
+            return {line.split()[1] for line in lines if line.startswith("served ")}
+
+        # Each worker serves its one task, then idles: only a grant that wakes it makes
+        # room for the next worker (and its one task).
+        wait_for(lambda: len(served_by()) >= 3, timeout=20)
+        assert cli(root, "stop").returncode == 0
+        assert supervisor.finish() == 0
+
     def test_retiring_workers_are_replaced_and_the_pool_stays_running(
         self, root: Path, supervisors
     ) -> None:  # type: ignore[no-untyped-def]

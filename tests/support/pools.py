@@ -50,6 +50,19 @@ class IdleSource:
 def idle(ctx):
     return IdleSource(ctx)
 
+class OneTask(IdleSource):
+    """One task (logged with this worker's pid), then idle until stopped (or, once
+    retiring, until its turn comes)."""
+    given = False
+    def receive(self):
+        if not self.given:
+            self.given = True
+            return Task(lambda: _log("served", os.getpid()))
+        return super().receive()
+
+def one_task(ctx):
+    return OneTask(ctx)
+
 class NotReady(IdleSource):
     def assert_ready(self):
         raise RuntimeError("broker down at /secret/path")

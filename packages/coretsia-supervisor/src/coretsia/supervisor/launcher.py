@@ -353,10 +353,11 @@ def _serve(
         raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED) from error
     reporter.debug = spec.get("debug") is True
     workers = _count(spec, "workers", 0)
-    stop = StopSignal(stop_fd)
     if slot < workers:
         _extend_path(root, spec.get("app_path"))
+        stop = StopSignal.any_of(stop_fd, reporter.channel.fileno())
         return _serve_tasks(reporter, spec, slot, stop, generation)
+    stop = StopSignal(stop_fd)
     processes = spec.get("processes")
     if processes is None:
         raise _Exit(EXIT_CONTRACT)  # no entries: the slot is past every task slot

@@ -18,15 +18,36 @@ _MAX_POLL_MS = 2**31 - 1
 class StopSignal:
     """Whether a stop was requested, and a bounded wait for one; once seen, remembered."""
 
-    __slots__ = ("_fd", "_poller", "_stopping")
+    __slots__ = ("_fd", "_poller", "_stopping", "_waker")
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._stopping = False
+        self._waker: object = None
         self._poller: select.poll | None = None
         if hasattr(select, "poll"):  # no FD_SETSIZE limit; Windows has only select()
             self._poller = select.poll()
             self._poller.register(fd, select.POLLIN)
+
+    @classmethod
+    def any_of(cls, stop_fd: int, *others: int) -> StopSignal:
+        """A signal that also fires when any of ``others`` becomes readable.
+
+        A task worker's is its stop pipe and its own channel: the supervisor's ``retire``
+        (its turn to recycle, after ``max_requests``) or the channel's end must wake a
+        source blocked on :meth:`fileno` just as a stop does, or an idle worker would
+        hold the one recycling turn until its next task. One descriptor stands for all
+        of them where the kernel offers it (an epoll set is readable while any member
+        is); elsewhere only ``stop_fd`` (``retire`` is then seen between tasks).
+        """
+        if not hasattr(select, "epoll"):
+            return cls(stop_fd)
+        waker = select.epoll()
+        for fd in (stop_fd, *others):
+            waker.register(fd, select.EPOLLIN)
+        signal = cls(waker.fileno())
+        signal._waker = waker  # the set lives as long as the signal
+        return signal
 
     def fileno(self) -> int:
         """The descriptor, for a caller's own ``poll``/``select`` or event loop."""

@@ -212,18 +212,22 @@ def work(
 ) -> int:
     """Serve tasks until a cooperative stop or a granted retirement; returns 0."""
     attempts = 0
-    while not context.stopping:
+    while True:
+        # The grant first: where it also wakes the stop descriptor, it must still be read
+        # before the exit (a frame left unread turns our close into a connection reset).
         if attempts >= max_requests:
             retirement.request(request_retirement)
             if retirement.granted():
                 break
+        if context.stopping:
+            break
         try:
             task = source.receive()
         except Exception as error:
             raise _failure("TASK_SOURCE_RECEIVE_FAILED") from error
         if task is None:
             if context.wait_for_stop(0):
-                break
+                continue  # a stop, or this worker's turn to retire: the top tells which
             raise _failure("TASK_SOURCE_TERMINATED")
         attempts += 1  # seed 000: max_requests counts acquired attempts, failed ones too
         run_unit(task, hooks, telemetry, context.task_type)

@@ -55,10 +55,18 @@ class TaskSourceContext(Protocol):
 
     @property
     def stopping(self) -> bool:
-        """True once a cooperative stop has been requested."""
+        """True once a cooperative stop has been requested.
+
+        For this worker, that is the pool's stop or its own recycling: once it asked to
+        retire (``max_requests``), the supervisor's go-ahead is a stop of this worker.
+        """
 
     def stop_fileno(self) -> int:
-        """A descriptor that becomes readable when a cooperative stop is requested."""
+        """A descriptor that becomes readable when a cooperative stop is requested.
+
+        Wait on it, never read it: it stays readable, and the worker reads nothing of
+        it. Poll it with ``select``/``poll`` or an event loop's reader, as a pipe.
+        """
 
     def wait_for_stop(self, timeout: float | None) -> bool:
         """Block until stop is requested or ``timeout`` passes; True when stopping."""
