@@ -26,6 +26,8 @@ Each unit of work is recorded as one ``worker.task`` span plus the task metrics 
 Retirement: after ``max_requests`` attempts (failed ones count) the worker sends
 ``retiring`` and keeps serving until the supervisor answers ``retire``, then exits 0. The
 supervisor grants one retirement at a time, so capacity never drops by more than one slot.
+Where the launcher's stop descriptor also watches the channel (Linux), the answer wakes
+a source idle in ``receive`` like a stop, and the loop's top tells the two apart.
 
 Imported on the worker boot path: standard library only at load time.
 """
