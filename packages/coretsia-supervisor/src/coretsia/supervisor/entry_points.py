@@ -40,16 +40,12 @@ class EntryPoint:
 
     def load(self) -> object:
         """Import the module and return the attribute, as ``EntryPoint.load`` does."""
-        import importlib
+        from coretsia.supervisor.imports import import_target
 
         match = _VALUE.match(self.value)
         if match is None:
             raise ValueError("malformed entry point")  # never the value: it is config
-        found: object = importlib.import_module(match["module"])
-        attr = match["attr"]
-        for part in attr.split(".") if attr else ():
-            found = getattr(found, part)
-        return found
+        return import_target(f"{match['module']}:{match['attr'] or ''}")
 
     def __repr__(self) -> str:
         return f"EntryPoint(name={self.name!r}, group={self.group!r})"

@@ -437,15 +437,12 @@ def _resolve_source(target: object, context: _Context) -> TaskSource:
     """Import the frozen ``module:attr``, build the source, check it is ready to serve."""
     from coretsia.worker_protocol.catalogue import Reason
 
-    module_name, _, attr_path = target.partition(":") if isinstance(target, str) else ("", "", "")
-    if not module_name or not attr_path:
-        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_UNRESOLVABLE)
-    try:
-        import importlib
+    if not isinstance(target, str) or not all(target.partition(":")[::2]):
+        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_UNRESOLVABLE)  # no module, or no attr
+    from coretsia.supervisor.imports import import_target
 
-        factory: object = importlib.import_module(module_name)
-        for part in attr_path.split("."):
-            factory = getattr(factory, part)
+    try:
+        factory = import_target(target)
     except Exception as error:
         raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_UNRESOLVABLE) from error
     if not callable(factory):

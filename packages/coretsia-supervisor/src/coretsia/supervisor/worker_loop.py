@@ -248,15 +248,12 @@ def resolve_hooks(spec: dict[str, object]) -> Hooks:
 
 
 def _import_callable(target: object) -> Callable[[], object]:
-    import importlib
+    from coretsia.supervisor.imports import import_target
 
     if not isinstance(target, str) or ":" not in target:
         raise _failure("CHILD_START_FAILED")
-    module_name, _, attr_path = target.partition(":")
     try:
-        value: object = importlib.import_module(module_name)
-        for part in attr_path.split("."):
-            value = getattr(value, part)
+        value = import_target(target)
     except Exception as error:
         raise _failure("CHILD_START_FAILED") from error
     if not callable(value):

@@ -76,13 +76,10 @@ def _register(manager: ProcessManager, table: ProcessTable) -> None:
 
 def _resolve(target: str) -> Any:
     """Import ``module:qualname``; a class is built with no arguments (its instance runs)."""
-    import importlib
+    from coretsia.supervisor.imports import import_target
 
-    module_name, _, qualname = target.partition(":")
     try:
-        found: object = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            found = getattr(found, part)
+        found = import_target(target)
         return found() if isinstance(found, type) else found
     except Exception as exc:
         raise ProcessTargetError("the entry's target cannot be imported or built") from exc

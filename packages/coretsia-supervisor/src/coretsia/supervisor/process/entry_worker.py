@@ -166,14 +166,9 @@ def _prepare_main(main: object) -> None:
 
 def _runnable(entry: SnapshotEntry) -> Callable[[WorkerPool, int], Any]:
     """The callable that runs the entry: its function, or a fresh instance's method."""
-    import importlib
+    from coretsia.supervisor.imports import import_target
 
-    module_name, _, qualname = entry.target.partition(":")
-    found: Any = (
-        sys.modules[_MAIN] if module_name == _MAIN else importlib.import_module(module_name)
-    )
-    for part in qualname.split("."):
-        found = getattr(found, part)
+    found: Any = import_target(entry.target)  # ``__main__``: the script re-imported above
     if entry.kind == KIND_FUNCTION:
         function: Callable[[WorkerPool, int], Any] = found
         return function
