@@ -200,13 +200,18 @@ class TestSecrets:
             assert str(root) not in text  # no absolute path either
 
     def test_workers_hold_only_their_own_descriptors(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
-        """A worker holds stdin/out/err, its channel, its stop pipe and the fence: no more."""
+        """A worker holds stdin/out/err, its channel, its stop pipe and the fence: no more
+        inherited. Besides them only its own epoll set over the stop pipe and the channel
+        (the stop descriptor its task source waits on), close-on-exec."""
         supervisor = supervisors(root)
         supervisor.wait_running()
         for worker in supervisor.workers():
             fds = sorted(int(fd) for fd in os.listdir(f"/proc/{worker.pid}/fd"))
-            assert fds == [0, 1, 2, 3, 4, 5], fds
+            assert fds == [0, 1, 2, 3, 4, 5, 6], fds
             targets = [os.readlink(f"/proc/{worker.pid}/fd/{fd}") for fd in fds]
+            assert targets[6] == "anon_inode:[eventpoll]"
+            flags = (Path(f"/proc/{worker.pid}/fdinfo/6").read_text().split("flags:")[1]).split()
+            assert int(flags[0], 8) & os.O_CLOEXEC
             assert targets[3].startswith("socket:")
             assert targets[4].startswith("pipe:")
             assert targets[5] == str(root / "var/tmp/worker.generation.lock")

@@ -222,6 +222,7 @@ def work(
             if retirement.granted():
                 break
         if context.stopping:
+            retirement.granted()  # a grant that came meanwhile is read, never left unread
             break
         try:
             task = source.receive()
