@@ -114,6 +114,23 @@ def host(hosts: Callable[..., ProcHost]) -> ProcHost:
     return hosts()
 
 
+def test_frames_read_with_the_hello_are_served(host: ProcHost) -> None:
+    """A spawn that arrives in the same read as ``host-hello`` is not left waiting for
+    more data: the proc host serves what it already holds before it waits."""
+    ours, theirs = socket.socketpair()
+    hello = encode_proc_host_frame(HostHello(peer_version=__version__))
+    spawn = encode_proc_host_frame(Spawn(slot=0, argv=(sys.executable, "-c", "pass")))
+    socket.send_fds(host.sock, [hello + spawn], [theirs.fileno()])
+    theirs.close()
+    assert isinstance(host.receive(), Welcome)
+    spawned = host.receive()  # before the test sends anything more
+    assert isinstance(spawned, Spawned)
+    assert spawned.slot == 0
+    host.send(Quit())
+    assert host.finish()[0] == 0
+    ours.close()
+
+
 def test_refuses_a_guardian_of_another_version(host: ProcHost) -> None:
     """A guardian of another version is refused, and the proc host exits silently."""
     host.send(HostHello(peer_version="0.0.0-other"))

@@ -227,25 +227,33 @@ class Host:
         selector.register(self._sock, selectors.EVENT_READ)
         selector.register(self._wake_read, selectors.EVENT_READ)
         try:
+            # Frames that came in the handshake's read are served first: the selector
+            # only reports data that is still to be read.
+            if self._serve_frames():
+                return 0
             while True:
                 for key, _ in selector.select():
                     if key.fileobj == self._wake_read:
                         os.read(self._wake_read, 512)
                         self._reap()
                         continue
-                    if not self._receive_some():
+                    if not self._receive_some() or self._serve_frames():
                         return 0
-                    for frame in self._frames():
-                        if isinstance(frame, Spawn):
-                            self._spawn(frame)
-                        elif isinstance(frame, Signal):
-                            self._signal(frame)
-                        elif isinstance(frame, Quit):
-                            return 0
         except (OSError, ProtocolError):
             return 1
         finally:
             self._kill_all()
+
+    def _serve_frames(self) -> bool:
+        """Act on every complete frame received so far; True once told to ``quit``."""
+        for frame in self._frames():
+            if isinstance(frame, Spawn):
+                self._spawn(frame)
+            elif isinstance(frame, Signal):
+                self._signal(frame)
+            elif isinstance(frame, Quit):
+                return True
+        return False
 
 
 class _JobLike(Protocol):
