@@ -210,6 +210,25 @@ class TestRecycle:
         assert cli(root, "stop").returncode == 0
         assert supervisor.finish() == 0
 
+    def test_a_running_task_never_sees_a_recycle_as_a_stop(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """The go-ahead to retire wakes only a worker waiting for a task: one that runs a
+        task when it arrives, and watches the stop meanwhile, sees none (the window is
+        the task's own 0.5 s wait; the grant comes within milliseconds of the request)."""
+        write_root(root, task_source="lifecycle_app:watchful", workers=1, max_requests=1)
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        log = root / "recycle.log"
+
+        def watched() -> list[str]:
+            lines = log.read_text().splitlines() if log.exists() else []
+            return [line.split()[0] for line in lines if line.startswith("saw-stop-")]
+
+        wait_for(lambda: len(watched()) >= 2, timeout=20)  # two workers, one after the other
+        before_the_stop = watched()  # a task running when the pool stops does see a stop
+        assert cli(root, "stop").returncode == 0
+        assert supervisor.finish() == 0
+        assert set(before_the_stop) == {"saw-stop-False"}
+
     def test_retiring_workers_are_replaced_and_the_pool_stays_running(
         self, root: Path, supervisors
     ) -> None:  # type: ignore[no-untyped-def]

@@ -63,6 +63,22 @@ class OneTask(IdleSource):
 def one_task(ctx):
     return OneTask(ctx)
 
+class Watchful(IdleSource):
+    """Two tasks, then idle. The second runs after the worker asked to retire (with
+    max_requests = 1) and watches the stop for a while, as a long task may: the
+    supervisor's go-ahead, arriving meanwhile, must not look like a stop to it."""
+    given = 0
+    def receive(self):
+        self.given += 1
+        if self.given == 1:
+            return Task(lambda: None)
+        if self.given == 2:
+            return Task(lambda: _log(f"saw-stop-{self.ctx.wait_for_stop(0.5)}", os.getpid()))
+        return super().receive()
+
+def watchful(ctx):
+    return Watchful(ctx)
+
 class NotReady(IdleSource):
     def assert_ready(self):
         raise RuntimeError("broker down at /secret/path")

@@ -393,7 +393,7 @@ def _serve_tasks(
         context,
         max_requests,
         hooks,
-        Retirement(reporter.channel),
+        Retirement(reporter.channel, stop.listen),
         lambda: reporter.send(Retiring()),
         _telemetry(spec.get("telemetry")),
     )

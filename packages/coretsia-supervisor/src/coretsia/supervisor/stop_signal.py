@@ -23,31 +23,45 @@ class StopSignal:
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._stopping = False
-        self._waker: object = None
+        self._waker: tuple[select.epoll, int] | None = None
         self._poller: select.poll | None = None
         if hasattr(select, "poll"):  # no FD_SETSIZE limit; Windows has only select()
             self._poller = select.poll()
             self._poller.register(fd, select.POLLIN)
 
     @classmethod
-    def any_of(cls, stop_fd: int, *others: int) -> StopSignal:
-        """A signal that also fires when any of ``others`` becomes readable.
+    def any_of(cls, stop_fd: int, other: int) -> StopSignal:
+        """A signal over ``stop_fd`` that :meth:`listen` can make fire on ``other`` too.
 
-        A task worker's is its stop pipe and its own channel: the supervisor's ``retire``
-        (its turn to recycle, after ``max_requests``) or the channel's end must wake a
-        source blocked on :meth:`fileno` just as a stop does, or an idle worker would
-        hold the one recycling turn until its next task. One descriptor stands for all
-        of them where the kernel offers it (an epoll set is readable while any member
-        is); elsewhere only ``stop_fd`` (``retire`` is then seen between tasks).
+        A task worker's ``other`` is its own channel: once the worker asked to retire,
+        the supervisor's ``retire`` (its turn to recycle) must wake a source blocked on
+        :meth:`fileno` just as a stop does, or an idle worker would hold the one
+        recycling turn until its next task; but never while a task runs, which must not
+        see a routine recycle as a stop. One descriptor stands for both where the kernel
+        offers it (an epoll set is readable while an armed member is); elsewhere only
+        ``stop_fd``, and ``retire`` is seen between tasks.
         """
         if not hasattr(select, "epoll"):
             return cls(stop_fd)
         waker = select.epoll()
-        for fd in (stop_fd, *others):
-            waker.register(fd, select.EPOLLIN)
+        waker.register(stop_fd, select.EPOLLIN)
+        waker.register(other, 0)  # dormant until listen(True)
         signal = cls(waker.fileno())
-        signal._waker = waker  # the set lives as long as the signal
+        signal._waker = (waker, other)  # the set lives as long as the signal
         return signal
+
+    def listen(self, on: bool) -> None:
+        """Arm or disarm the other descriptor of :meth:`any_of` (no-op otherwise).
+
+        Disarming forgets a stop seen through it: only the stop descriptor's own
+        readiness, which never goes away, is remembered across.
+        """
+        if self._waker is None:
+            return
+        waker, other = self._waker
+        waker.modify(other, select.EPOLLIN if on else 0)
+        if not on:
+            self._stopping = False  # the next look polls the stop descriptor alone
 
     def fileno(self) -> int:
         """The descriptor, for a caller's own ``poll``/``select`` or event loop."""

@@ -165,12 +165,20 @@ def _run_unit(task: Task, hooks: Hooks) -> str:
 class Retirement:
     """Asks the supervisor for permission to retire and notices its answer."""
 
-    __slots__ = ("_buffer", "_channel", "_requested")
+    __slots__ = ("_buffer", "_channel", "_listen", "_requested")
 
-    def __init__(self, channel: _socket.socket) -> None:
+    def __init__(
+        self, channel: _socket.socket, listen: Callable[[bool], None] = lambda _on: None
+    ) -> None:
         self._channel = channel
+        self._listen = listen
         self._requested = False
         self._buffer = b""
+
+    def listening(self, *, on: bool) -> None:
+        """Let the answer wake a waiting source (only while it waits for a task)."""
+        if self._requested:
+            self._listen(on)
 
     def request(self, send: Callable[[], None]) -> None:
         """Send ``retiring`` once."""
@@ -218,12 +226,14 @@ def work(
         # The grant first: where it also wakes the stop descriptor, it must still be read
         # before the exit (a frame left unread turns our close into a connection reset).
         if attempts >= max_requests:
-            retirement.request(request_retirement)
+            if not context.stopping:
+                retirement.request(request_retirement)
             if retirement.granted():
                 break
         if context.stopping:
             retirement.granted()  # a grant that came meanwhile is read, never left unread
             break
+        retirement.listening(on=True)
         try:
             task = source.receive()
         except Exception as error:
@@ -232,6 +242,7 @@ def work(
             if context.wait_for_stop(0):
                 continue  # a stop, or this worker's turn to retire: the top tells which
             raise _failure("TASK_SOURCE_TERMINATED")
+        retirement.listening(on=False)  # a running task never sees a recycle as a stop
         attempts += 1  # seed 000: max_requests counts acquired attempts, failed ones too
         run_unit(task, hooks, telemetry, context.task_type)
     return EXIT_OK

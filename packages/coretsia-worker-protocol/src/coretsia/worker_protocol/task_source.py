@@ -58,7 +58,8 @@ class TaskSourceContext(Protocol):
         """True once a cooperative stop has been requested.
 
         For this worker, that is the pool's stop or its own recycling: once it asked to
-        retire (``max_requests``), the supervisor's go-ahead is a stop of this worker.
+        retire (``max_requests``), the supervisor's go-ahead is a stop of this worker
+        while it waits in ``receive`` (never while a task runs).
         """
 
     def stop_fileno(self) -> int:
