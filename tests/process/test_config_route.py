@@ -268,32 +268,13 @@ def test_registration_errors_are_config_errors(
     root: Path, tables: str, key: str, rule: str
 ) -> None:
     write(root, {"workers": 0}, tables)
-    result = subprocess.run(
-        [*pools.SUPERVISOR, "start", "--root", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 6
-    assert result.stderr.strip() == (
-        f"CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid (key {key}, rule {rule})"
-    )
-    assert not (root / "var/generations").exists()
+    pools.assert_start_refused(root, key, rule)
 
 
 def test_task_workers_and_entries_together_are_at_most_1024(root: Path) -> None:
     """State and status carry one worker count: every slot of either kind counts."""
     write(root, {"workers": 1}, '[[process]]\ntarget = "entries:steady"\nworkers = 1024\n')
-    result = subprocess.run(
-        [*pools.SUPERVISOR, "start", "--root", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert result.returncode == 6
-    assert result.stderr.strip().endswith("(key worker.workers, rule out-of-range)")
+    pools.assert_start_refused(root, "worker.workers", "out-of-range")
 
 
 @pytest.mark.parametrize("route", ["api", "config"])

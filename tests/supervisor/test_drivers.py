@@ -105,19 +105,9 @@ def root() -> Iterator[Path]:
 def test_start_refuses_an_unavailable_driver(root: Path, driver: str, missing: str) -> None:
     """A configuration error before anything is spawned, never the other driver."""
     pools.write_root(root, driver=driver)
-    result = subprocess.run(
-        [sys.executable, "-c", WITHOUT, missing, "start", "--root", str(root)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    pools.assert_start_refused(
+        root, "worker.driver", "unavailable", command=(sys.executable, "-c", WITHOUT, missing)
     )
-    assert result.returncode == 6
-    assert result.stderr.strip() == (
-        "CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid "
-        "(key worker.driver, rule unavailable)"
-    )
-    assert not (root / "var/generations").exists()
 
 
 def test_auto_without_fork_exec_runs_the_proc_driver(

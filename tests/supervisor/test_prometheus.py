@@ -9,15 +9,14 @@ starts is closed (stopped) at teardown, whatever its assertions did.
 
 from __future__ import annotations
 
-import os
 import socket
-import subprocess
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pools
 import pytest
+from site_hooks import pythonpath_first
 
 from coretsia.supervisor.config import load_config
 from coretsia.supervisor.telemetry import FanoutMeter, Telemetry
@@ -106,20 +105,9 @@ def test_without_prometheus_client_the_start_is_refused(root: Path, tmp_path: Pa
     shim.mkdir()
     (shim / "prometheus_client.py").write_text('raise ImportError("not installed")\n')
     pools.write_root(root, workers=1, metrics_port=9464)
-    result = subprocess.run(
-        [*pools.SUPERVISOR, "start", "--root", str(root)],
-        env={**os.environ, "PYTHONPATH": str(shim)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    pools.assert_start_refused(
+        root, "worker.metrics_port", "unavailable", env=pythonpath_first(shim)
     )
-    assert result.returncode == 6
-    assert result.stderr.strip() == (
-        "CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid "
-        "(key worker.metrics_port, rule unavailable)"
-    )
-    assert not (root / "var/generations").exists()
 
 
 @pytest.mark.parametrize(

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import psutil
@@ -401,6 +401,31 @@ def lock_held(root: Path) -> bool:
     from coretsia.worker_protocol import lock
 
     return lock.probe(str(root / "var/tmp/worker.lock"))
+
+
+def assert_start_refused(
+    root: Path,
+    key: str,
+    rule: str,
+    *,
+    command: Sequence[str] = SUPERVISOR,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """``start`` is a configuration error naming ``key`` and ``rule`` (exit 6), refused
+    before anything was published."""
+    result = subprocess.run(
+        [*command, "start", "--root", str(root)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 6, result.stderr
+    assert result.stderr.strip() == (
+        f"CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid (key {key}, rule {rule})"
+    )
+    assert not (root / "var/generations").exists()
 
 
 def assert_failed(supervisor: Supervisor, root: Path, expected: str) -> None:
