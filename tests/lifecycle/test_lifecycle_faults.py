@@ -127,38 +127,6 @@ class TestChildExit:
 
 
 class TestContainment:
-    def test_supervisor_sigkill_leaves_no_worker(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
-        """SIGKILL of the supervisor: the guardian stops every worker and frees the lock."""
-        write_root(root, stop_timeout_ms=STOP_MS, force_kill_timeout_ms=FORCE_KILL_MS)
-        supervisor = supervisors(root)
-        supervisor.wait_running()
-        tree = supervisor.tree()
-        supervisor.proc.kill()
-        supervisor.finish()
-        _gone, alive = psutil.wait_procs(
-            tree, timeout=(STOP_MS + 2 * FORCE_KILL_MS) / 1000 + SLACK_S
-        )
-        assert alive == []
-        assert not lock_held(root)
-        assert processes_in(root) == []
-
-    def test_guardian_sigkill_kills_workers_and_fails_the_pool(
-        self, root: Path, supervisors
-    ) -> None:  # type: ignore[no-untyped-def]
-        """SIGKILL of the guardian: workers die with it; the supervisor fails and cleans up."""
-        supervisor = supervisors(root)
-        supervisor.wait_running()
-        workers = supervisor.workers()
-        supervisor.guardian().kill()
-        assert supervisor.finish() == 1
-        assert supervisor.error == ("CORETSIA_WORKER_LIFECYCLE_FAILED: worker-process-host-failed")
-        _, alive = psutil.wait_procs(workers, timeout=SLACK_S)
-        assert alive == []
-        assert not lock_held(root)
-        assert not (root / "var/tmp/worker.lifecycle.json").exists()
-        assert not (root / "var/tmp/worker.sock").exists()
-        assert wait_gone(root) == []
-
     def test_next_start_after_containment(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
         """Once the guardian freed the lock, a new start succeeds."""
         supervisor = supervisors(root)

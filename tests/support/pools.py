@@ -12,6 +12,7 @@ re-parented away from the test runner.
 
 from __future__ import annotations
 
+import select
 import signal
 import subprocess
 import sys
@@ -250,9 +251,12 @@ class Supervisor:
     def wait_running(self, timeout: float = 30) -> str:
         """Block until the startup summary line; fail if the process ends first."""
         assert self.proc.stdout is not None
-        deadline = time.monotonic() + timeout
+        # Bounded: a supervisor that never prints must fail the test, not hang it (the
+        # summary is one write, so a readable pipe holds the whole line).
+        if not select.select([self.proc.stdout], [], [], timeout)[0]:
+            self.proc.kill()
+            raise AssertionError("startup took too long", self.finish(5))
         line = self.proc.stdout.readline().decode()
-        assert time.monotonic() < deadline, "startup took too long"
         assert line.startswith("running:"), (line, self.finish(5))
         self.summary = line
         return line
