@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import select
 import shutil
 import signal
@@ -120,6 +121,16 @@ def spawn_gaps(script: Script, slot: int) -> list[float]:
 
 
 # -- a pool of plain functions ---------------------------------------------------------
+
+
+def test_an_application_that_was_a_subreaper_stays_one(root: Path) -> None:
+    """start() puts back the subreaper role as it found it, set as well as unset."""
+    script = Script(root, "manager-stop", env={**os.environ, "APP_SUBREAPER": "1"})
+    script.finish()
+    assert script.result == "returned", script.stderr
+    state = "state handlers=0 subreaper=1 umask=022"
+    assert script.stdout.splitlines()[0] == f"before {state}"
+    assert f"after {state}" in script.stdout.splitlines()
 
 
 @pytest.mark.parametrize("root", ["fork", "proc"], indirect=True)

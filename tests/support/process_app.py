@@ -321,6 +321,10 @@ if __name__ == "__main__":
     PARENT = True
     assert current_pool() is None
     os.umask(0o022)
+    if os.environ.get("APP_SUBREAPER") == "1":  # an application that is a subreaper itself
+        from coretsia.guardian.subreaper import become_subreaper
+
+        become_subreaper()
     print("before", _process_state(), flush=True)
     try:
         scenario(sys.argv[1])

@@ -76,16 +76,17 @@ class Runtime:
             if self._cancelled or not manager.entries():
                 return
             self._finished = True
+        from coretsia.guardian.subreaper import become_subreaper, is_subreaper
+
         umask = os.umask(0o077)
         logger = _LoggerState.save()
+        subreaper = is_subreaper()
         try:
             self._run(manager, umask)
         finally:
             os.umask(umask)
             logger.restore()
-            from coretsia.guardian.subreaper import become_subreaper
-
-            become_subreaper(enable=False)  # the pool is gone: our later orphans are not ours
+            become_subreaper(enable=subreaper)  # as the application had it before
             with self._lock:
                 self._supervisor = self._token = None
 
