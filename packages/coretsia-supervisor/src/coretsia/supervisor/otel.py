@@ -30,9 +30,9 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
-from importlib.metadata import entry_points
 
 from coretsia.supervisor._version import __version__
+from coretsia.supervisor.entry_points import entry_points
 from coretsia.supervisor.telemetry import Telemetry
 
 TYPE_CHECKING = False
@@ -107,10 +107,14 @@ def _exporters(group: str, setting: str | None) -> list[object]:
     """An instance of each exporter named in ``setting`` that ``group`` provides."""
     names = [n.strip().lower() for n in (setting or "otlp").split(",") if n.strip()]
     found: list[object] = []
+    installed = entry_points(group)  # the project's reader: no importlib.metadata to load
     for name in names:
-        for entry in entry_points(group=group, name=name) if name != "none" else ():
+        for entry in (e for e in installed if e.name == name) if name != "none" else ():
             try:
-                found.append(entry.load()())
+                exporter_class = entry.load()
+                if not callable(exporter_class):
+                    continue
+                found.append(exporter_class())
             except Exception:  # noqa: BLE001 - a broken exporter exports nothing
                 continue
             break
