@@ -25,11 +25,9 @@ its pool once: a second ``start`` after a run raises :class:`RegistrationClosedE
 
 from __future__ import annotations
 
-import logging
+import _thread
 import os
 import sys
-import threading
-from pathlib import Path
 
 from coretsia.supervisor.process.errors import NestedPoolError, RegistrationClosedError
 from coretsia.supervisor.process.worker_pool import current_pool
@@ -39,6 +37,8 @@ from coretsia.worker_protocol.exceptions import WorkerStartFailedError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import logging
+
     import trio
 
     from coretsia.supervisor.process.manager import ProcessManager
@@ -50,12 +50,17 @@ _MAIN = "__main__"
 
 
 class Runtime:
-    """One manager's pool lifecycle: created with the manager, in its creator process."""
+    """One manager's pool lifecycle: created with the manager, in its creator process.
+
+    Also created in every entry worker that re-imports a module-level manager (for
+    ``manager.stop()`` there), so it imports nothing at load time but what a worker has
+    anyway: ``logging``, ``threading`` and ``pathlib`` come with ``start``.
+    """
 
     def __init__(self, root: str | os.PathLike[str] | None) -> None:
         self.creator_pid = os.getpid()
         self.root = root
-        self._lock = threading.Lock()
+        self._lock = _thread.allocate_lock()
         self._cancelled = False
         self._finished = False
         self._supervisor: Supervisor | None = None
@@ -68,6 +73,8 @@ class Runtime:
         manager._close_registration()
         if is_managed():
             raise NestedPoolError
+        import threading
+
         if threading.current_thread() is not threading.main_thread() or _loop_running():
             raise WorkerStartFailedError(Reason.SIGNAL_HANDLING_UNAVAILABLE)
         with self._lock:
@@ -91,6 +98,8 @@ class Runtime:
                 self._supervisor = self._token = None
 
     def _run(self, manager: ProcessManager, umask: int) -> None:
+        from pathlib import Path
+
         from coretsia.supervisor.config import load_config
         from coretsia.supervisor.process.snapshot import snapshot
         from coretsia.supervisor.runner import run_supervisor
@@ -147,6 +156,8 @@ class _LoggerState:
 
     @classmethod
     def save(cls) -> _LoggerState:
+        import logging
+
         from coretsia.guardian.logs import LOGGER_NAME
 
         return cls(logging.getLogger(LOGGER_NAME))
