@@ -187,7 +187,7 @@ def _read_current_id(base: str) -> str | None:
 def _write_durably(directory: str, name: str, data: bytes, tmp_name: str | None = None) -> None:
     """Write ``directory/name`` through a temp file, fsync and rename, then fsync the dir."""
     tmp = os.path.join(directory, tmp_name or name + ".tmp")
-    _remove(tmp)
+    remove_path(tmp)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o600)
     try:
         view = memoryview(data)
@@ -216,10 +216,10 @@ def _prune(base: str, keep: str) -> None:
     with os.scandir(base) as entries:
         doomed = [e.path for e in entries if e.name not in (CURRENT_FILE, keep)]
     for path in doomed:
-        _remove(path)
+        remove_path(path)
 
 
-def _remove(path: str) -> None:
+def remove_path(path: str) -> None:
     """Remove a file, link or directory tree if it exists (links are not followed)."""
     try:
         mode = os.lstat(path).st_mode

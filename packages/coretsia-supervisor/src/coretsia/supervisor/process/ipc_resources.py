@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from coretsia.supervisor.generation import GenerationError, load_current_generation, remove_path
 from coretsia.supervisor.process.rules import IPC_MSGQUEUE, IPC_NONE, IPC_UNIXSOCK
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
@@ -110,7 +111,7 @@ class PoolIpc:
                 cleaned = False
             self._msqid = None
         try:
-            _remove_tree(self._root / IPC_DIR)
+            remove_path(str(self._root / IPC_DIR))
         except OSError:
             cleaned = False
         return cleaned
@@ -139,11 +140,9 @@ class PoolIpc:
     def _remove_stale(self) -> None:
         """What a SIGKILLed supervisor of this root left behind (module docstring)."""
         try:
-            _remove_tree(self._root / IPC_DIR)
+            remove_path(str(self._root / IPC_DIR))
         except OSError:
             raise WorkerConfigError("worker.ipc_type", ConfigRule.UNAVAILABLE) from None
-        from coretsia.supervisor.generation import GenerationError, load_current_generation
-
         try:
             _, previous = load_current_generation(self._root, GENERATIONS_DIR)
         except GenerationError:
@@ -163,20 +162,3 @@ class PoolIpc:
                 sysv_ipc.remove_message_queue(msqid)
         except (sysv_ipc.Error, OSError):
             pass  # gone already, or not ours: nothing of this root to clean
-
-
-def _remove_tree(path: Path) -> None:
-    """Remove ``path`` (a directory of sockets, or a stray file or link) if it exists."""
-    try:
-        is_dir = path.is_dir() and not path.is_symlink()
-    except OSError:
-        is_dir = False
-    if is_dir:
-        import shutil
-
-        shutil.rmtree(path)
-    else:
-        try:
-            path.unlink()
-        except FileNotFoundError:
-            pass
