@@ -652,11 +652,14 @@ def _launcher_once(root: Path) -> tuple[float, float, float]:
 
     (spawn to its ``ready`` frame, stop-pipe close to reaped, its CPU seconds), seconds.
     """
+    from coretsia.supervisor.supervisor import LAUNCHER_CODE  # the command workers run
+    from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
+
     ours, theirs = socket.socketpair()
     stop_read, stop_write = os.pipe()
-    env = {**os.environ, "CORETSIA_WORKER_PARENT_PID": str(os.getpid())}
+    env = {**os.environ, PARENT_PID_ENV: str(os.getpid())}
     argv = [
-        PYTHON, "-c", "from coretsia.supervisor.launcher import main; main()",
+        PYTHON, "-c", LAUNCHER_CODE,
         "--coretsia-worker-artifact-root=var/generations", "--coretsia-worker-slot=0",
         f"--coretsia-worker-channel-fd={theirs.fileno()}", f"--coretsia-worker-stop-fd={stop_read}",
     ]  # fmt: skip

@@ -9,8 +9,8 @@ import pytest
 import trio
 
 from coretsia.guardian.channel import FramedChannel
-from coretsia.supervisor.guardian_link import GuardianLink, guardian_env
-from coretsia.supervisor.guardian_process import TREE_ENV, TREE_MARK
+from coretsia.supervisor.guardian_link import GuardianLink
+from coretsia.supervisor.guardian_process import TREE_ENV, TREE_MARK, guardian_env
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import (
     WorkerAlreadyRunningError,

@@ -89,11 +89,9 @@ class ProcBackend:
         try:
             argv = (sys.executable, "-m", "coretsia.proc_host")
             pid = await spawner.spawn(SpawnRequest(argv, env, (theirs.fileno(), *shared_fds)))
-        except BaseException as exc:  # a refused spawn, or a cancellation while waiting
+        except OSError as exc:  # refused (the spawn itself cannot be cancelled half way)
             ours.close()
-            if isinstance(exc, OSError):
-                raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from exc
-            raise
+            raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from exc
         finally:
             theirs.close()
         channel = FramedChannel(trio.socket.from_stdlib_socket(ours))

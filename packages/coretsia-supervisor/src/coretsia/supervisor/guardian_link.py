@@ -17,7 +17,6 @@ import trio
 from coretsia.guardian.channel import FramedChannel
 from coretsia.supervisor._version import __version__
 from coretsia.supervisor.guardian_process import GuardianProcess, take_early
-from coretsia.supervisor.guardian_process import guardian_env as guardian_env
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import (
     ProtocolError,

@@ -12,10 +12,10 @@ fresh interpreter, recycled and replaced ones included.
 
 Interpreter start-up dominates pool start and recycle, so this module imports at load
 time only :mod:`os`, :mod:`sys`, the small :mod:`coretsia.supervisor.worker_loop` (its
-exit statuses; it brings :mod:`select`) and the protocol's ``parent_watch``; everything
-else (``ctypes``, ``_socket``, the protocol frames,
-:mod:`coretsia.supervisor.generation`) is imported inside the functions that need it,
-after the parent-death watch is armed. It never
+exit statuses; it brings :mod:`select` and :mod:`coretsia.supervisor.telemetry`) and
+the protocol's ``parent_watch``; everything else (``ctypes``, ``_socket``, the protocol
+frames, :mod:`coretsia.supervisor.generation`) is imported inside the functions that
+need it, after the parent-death watch is armed. It never
 imports trio, attrs, cattrs or psutil (a test checks this with ``-X importtime``). With
 ``telemetry = "otel"`` in the generation, OpenTelemetry is imported once ``ready`` was
 sent (see :mod:`coretsia.supervisor.otel`), so readiness never waits for it.

@@ -9,7 +9,7 @@ a lost ``READY=1`` makes the unit time out, and a silent failure would waste the
 operator's time.
 
 The notify variables are removed from the environment the guardian and the workers get
-(:func:`coretsia.supervisor.guardian_link.guardian_env`): only the main process speaks
+(:func:`coretsia.supervisor.guardian_process.guardian_env`): only the main process speaks
 for the service.
 """
 

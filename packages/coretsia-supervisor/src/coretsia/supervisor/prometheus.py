@@ -122,8 +122,8 @@ class _PoolCollector:
     def collect(self) -> Iterator[Metric]:
         from prometheus_client.core import GaugeMetricFamily
 
-        slots = list(self._pool.slots)  # one snapshot: the event loop may change it
-        yield GaugeMetricFamily("worker_slots", "Worker slots of the pool", value=len(slots))
+        slots = len(self._pool.slots)  # fixed for the generation's life
+        yield GaugeMetricFamily("worker_slots", "Worker slots of the pool", value=slots)
         yield GaugeMetricFamily(
             "worker_ready_slots", "Slots whose worker is ready", value=self._pool.ready_count
         )

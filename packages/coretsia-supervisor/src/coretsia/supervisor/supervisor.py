@@ -39,8 +39,8 @@ from coretsia.supervisor import files, generation, output
 from coretsia.supervisor._version import __version__
 from coretsia.supervisor.config import PoolConfig
 from coretsia.supervisor.control_server import ControlServer
-from coretsia.supervisor.guardian_link import GuardianLink, guardian_env
-from coretsia.supervisor.guardian_process import TREE_ENV, TREE_MARK
+from coretsia.supervisor.guardian_link import GuardianLink
+from coretsia.supervisor.guardian_process import TREE_ENV, TREE_MARK, guardian_env
 from coretsia.supervisor.notify import Notifier
 from coretsia.supervisor.pool import Pool, Slot, SlotState
 from coretsia.supervisor.process.ipc_resources import PoolIpc

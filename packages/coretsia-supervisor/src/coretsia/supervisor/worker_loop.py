@@ -21,7 +21,8 @@ generation starts.
 
 Each unit of work is recorded as one ``worker.task`` span plus the task metrics (see
 :mod:`coretsia.supervisor.telemetry`), whose ``outcome`` names its row: ``completed``,
-``failed``, ``hook-failed``, ``reset-failed``, ``settlement-failed``.
+``failed``, ``hook-failed``, ``reset-failed``, ``settlement-failed``, or ``aborted``
+(anything but an ``Exception`` escaping, such as ``SystemExit``).
 
 Retirement: after ``max_requests`` attempts (failed ones count) the worker sends
 ``retiring`` and keeps serving until the supervisor answers ``retire``, then exits 0. The

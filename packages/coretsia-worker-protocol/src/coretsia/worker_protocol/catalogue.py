@@ -8,11 +8,12 @@ The one-line explanations double as the troubleshooting table in ``docs/``.
 Some entries extend the seed, each documented in ``docs/protocol.md``: the configuration
 error (the seed leaves its shape to the framework), the protocol-violation tokens (the
 seed's "strict about unknown keys" needs a name for each way a frame can be wrong), the
-health reasons (the seed asks for a "bounded package-owned health token"), and two start
-failures the seed has no word for: ``worker-peer-version-mismatch`` (the three daemons
-refuse a peer of another version) and ``worker-start-cancelled`` (stopped while starting),
-``worker-generation-draining`` (a killed generation's processes still hold the fence), the
-hook failures ``worker-task-hook-failed`` and ``worker-task-reset-failed``, and
+health reasons (the seed asks for a "bounded package-owned health token"), and reasons
+the seed has no word for: two start failures, ``worker-peer-version-mismatch`` (the three
+daemons refuse a peer of another version) and ``worker-start-cancelled`` (stopped while
+starting); one already-running reason, ``worker-generation-draining`` (a killed
+generation's processes still hold the fence); and three lifecycle failures, the hook
+failures ``worker-task-hook-failed`` and ``worker-task-reset-failed`` and
 ``worker-restart-intensity-exceeded`` (process entries, beyond seed 003: off by default).
 """
 

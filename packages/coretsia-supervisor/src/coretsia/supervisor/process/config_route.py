@@ -44,7 +44,7 @@ _RULES: dict[type[ProcessError], tuple[str, ConfigRule]] = {
 
 
 def register_from_config(root: Path, config: PoolConfig) -> ProcessManager:
-    """A closed-to-nothing manager holding the file's entries, in file order, then discovery."""
+    """A manager holding the file's entries, in file order, then the discovered ones."""
     manager = ProcessManager(ipc_type=config.ipc_type, msg_queue_key=config.msg_queue_key)
     added = [str(root if p == "." else root / p) for p in config.app_path]
     sys.path[0:0] = added

@@ -7,7 +7,8 @@ The supervisor prepared the pool's resources before publishing the generation (s
 offer the same three operations, so :class:`~.worker_pool.WorkerPool` does not care
 which one runs:
 
-* ``send(worker_id, data, block)``: one message to one worker of the pool;
+* ``send(worker_id, data)``: one message to one worker of the pool, now, or
+  :class:`MessageBufferFullError` (waiting for room is the ``WorkerPool``'s);
 * ``wait_fd()``: a descriptor that turns readable when a message may be waiting, for
   ``poll`` and event loops (no busy polling anywhere);
 * ``take()``: the next message if one is there, else ``None``, never blocking.
