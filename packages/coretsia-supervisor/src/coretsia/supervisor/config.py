@@ -178,7 +178,8 @@ _KEYS: Final[dict[str, str]] = {
 }
 
 
-def _fail(field: str, rule: ConfigRule) -> WorkerConfigError:
+def config_error(field: str, rule: ConfigRule) -> WorkerConfigError:
+    """The configuration error of a ``PoolConfig`` field, under its dotted key."""
     return WorkerConfigError(_KEYS[field], rule)
 
 
@@ -189,14 +190,14 @@ def _is_target(value: str) -> bool:
 def _check_int(field: str, value: object, low: int, high: int) -> None:
     # `type() is`, not isinstance: a TOML boolean is a Python bool, and bool is an int.
     if type(value) is not int:
-        raise _fail(field, ConfigRule.WRONG_TYPE)
+        raise config_error(field, ConfigRule.WRONG_TYPE)
     if not low <= value <= high:
-        raise _fail(field, ConfigRule.OUT_OF_RANGE)
+        raise config_error(field, ConfigRule.OUT_OF_RANGE)
 
 
 def _check_str(field: str, value: object) -> str:
     if type(value) is not str:
-        raise _fail(field, ConfigRule.WRONG_TYPE)
+        raise config_error(field, ConfigRule.WRONG_TYPE)
     return value
 
 
@@ -216,7 +217,7 @@ def _check_strings(
 ) -> None:
     """A tuple of strings, each ``valid``; errors name the item (``worker.app_path[2]``)."""
     if type(values) is not tuple:
-        raise _fail(field, ConfigRule.WRONG_TYPE)
+        raise config_error(field, ConfigRule.WRONG_TYPE)
     for index, item in enumerate(values):
         key = f"{_KEYS[field]}[{index}]"
         if type(item) is not str:
@@ -228,7 +229,9 @@ def _check_strings(
 def _check_enum(field: str, value: object, kind: type[enum.Enum]) -> None:
     if isinstance(value, kind):
         return
-    raise _fail(field, ConfigRule.NOT_ONE_OF if isinstance(value, str) else ConfigRule.WRONG_TYPE)
+    raise config_error(
+        field, ConfigRule.NOT_ONE_OF if isinstance(value, str) else ConfigRule.WRONG_TYPE
+    )
 
 
 FORBIDDEN_DIRECTORY: Final = "skeleton"
@@ -249,16 +252,16 @@ def check_path_claims(claimed: Iterable[tuple[str, str]], canonical: Iterable[st
     seen: list[tuple[str, str]] = []
     for field, path in claimed:
         if any(paths_overlap(path, other) for other in reserved):
-            raise _fail(field, ConfigRule.RESERVED_PATH)
+            raise config_error(field, ConfigRule.RESERVED_PATH)
         if any(paths_overlap(path, other) for owner, other in seen if owner != field):
-            raise _fail(field, ConfigRule.OVERLAPPING_PATH)
+            raise config_error(field, ConfigRule.OVERLAPPING_PATH)
         seen.append((field, path))
 
 
 def _check_path(field: str, value: object) -> str:
     path = _check_str(field, value)
     if not is_safe_relative_path(path) or FORBIDDEN_DIRECTORY in path.split("/")[:-1]:
-        raise _fail(field, ConfigRule.UNSAFE_PATH)
+        raise config_error(field, ConfigRule.UNSAFE_PATH)
     return path
 
 
@@ -382,14 +385,6 @@ class PoolConfig:
         """Where the state file is written before its atomic rename (not configurable)."""
         return self.state_path + ".tmp"
 
-    @property
-    def runtime_paths(self) -> tuple[tuple[str, str], ...]:
-        """Each configurable runtime path with its dotted key, in the order of the checks."""
-        return tuple(
-            (_KEYS[field], getattr(self, field))
-            for field in ("socket_path", "state_path", "stop_flag_path")
-        )
-
     def __attrs_post_init__(self) -> None:
         """Validate every field; the first broken rule, in field order, is raised.
 
@@ -401,24 +396,24 @@ class PoolConfig:
         if self.task_source is not None:
             target = _check_str("task_source", self.task_source)
             if not _is_target(target) and not _SOURCE_NAME.fullmatch(target):
-                raise _fail("task_source", ConfigRule.INVALID_TARGET)
+                raise config_error("task_source", ConfigRule.INVALID_TARGET)
         self._check_source_options()
         self._check_hooks()
         self._check_app_path()
         _check_enum("driver", self.driver, DriverRequest)
         _check_enum("control_transport", self.control_transport, TransportRequest)
         if _check_str("tcp_host", self.tcp_host) != LOOPBACK_HOST:
-            raise _fail("tcp_host", ConfigRule.NOT_LOOPBACK)
+            raise config_error("tcp_host", ConfigRule.NOT_LOOPBACK)
         _check_int("tcp_port", self.tcp_port, 1, 65535)
         self._check_runtime_paths()
         for field in ("start_timeout_ms", "stop_timeout_ms", "force_kill_timeout_ms"):
             _check_int(field, getattr(self, field), 1, MAX_TIMEOUT_MS)
         if type(self.debug) is not bool:
-            raise _fail("debug", ConfigRule.WRONG_TYPE)
+            raise config_error("debug", ConfigRule.WRONG_TYPE)
         self._check_processes()
         _check_int("metrics_port", self.metrics_port, 0, 65535)
         if not _is_ip_address(_check_str("metrics_host", self.metrics_host)):
-            raise _fail("metrics_host", ConfigRule.NOT_ONE_OF)
+            raise config_error("metrics_host", ConfigRule.NOT_ONE_OF)
         _check_enum("telemetry", self.telemetry, TelemetryMode)
         if not isinstance(self.task_type, TaskType):
             # Seed 000: an invalid or missing task_type is a Worker-owned lifecycle
@@ -440,7 +435,7 @@ class PoolConfig:
         )
         for field, choices in (("ipc_type", IPC_TYPES), ("event_loop", EVENT_LOOPS)):
             if _check_str(field, getattr(self, field)) not in choices:
-                raise _fail(field, ConfigRule.NOT_ONE_OF)
+                raise config_error(field, ConfigRule.NOT_ONE_OF)
         _check_int("msg_queue_key", self.msg_queue_key, 0, MAX_MSG_QUEUE_KEY)
         _check_int(
             "respawn_interval_ms", self.respawn_interval_ms, MIN_RESPAWN_INTERVAL_MS, MAX_TIMEOUT_MS
@@ -451,10 +446,10 @@ class PoolConfig:
 
     def _check_source_options(self) -> None:
         if type(self.source_options) is not tuple or len(self.source_options) > MAX_OPTIONS:
-            raise _fail("source_options", ConfigRule.WRONG_TYPE)
+            raise config_error("source_options", ConfigRule.WRONG_TYPE)
         for key, value in self.source_options:
             if type(key) is not str or not _OPTION_KEY.fullmatch(key):
-                raise _fail("source_options", ConfigRule.UNKNOWN_KEY)
+                raise config_error("source_options", ConfigRule.UNKNOWN_KEY)
             if type(value) not in (str, int, bool):
                 raise WorkerConfigError(f"worker.source_options.{key}", ConfigRule.WRONG_TYPE)
             if type(value) is str and len(value) > MAX_OPTION_CHARS:
@@ -465,7 +460,7 @@ class PoolConfig:
             field = f"{kind}_hooks"
             hooks = getattr(self, field)
             if type(hooks) is tuple and len(hooks) > MAX_HOOKS:
-                raise _fail(field, ConfigRule.WRONG_TYPE)
+                raise config_error(field, ConfigRule.WRONG_TYPE)
             _check_strings(field, hooks, _is_target, ConfigRule.INVALID_TARGET)
 
     @property
@@ -491,7 +486,7 @@ class PoolConfig:
         _check_path("state_path", self.state_path)
         _check_path("stop_flag_path", self.stop_flag_path)
         if not is_safe_relative_path(self.state_tmp_path):  # 4 characters longer
-            raise _fail("state_path", ConfigRule.UNSAFE_PATH)
+            raise config_error("state_path", ConfigRule.UNSAFE_PATH)
         check_path_claims(self.claimed_paths, CANONICAL_PATHS)
 
     @property

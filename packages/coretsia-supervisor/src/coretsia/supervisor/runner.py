@@ -14,11 +14,11 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from coretsia.supervisor.config import PoolConfig, check_path_claims
+from coretsia.supervisor.config import PoolConfig, check_path_claims, config_error
 from coretsia.supervisor.drivers import resolve_driver, resolve_transport
 from coretsia.supervisor.process.ipc_resources import require_ipc
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
-from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerLifecycleFailedError
+from coretsia.worker_protocol.exceptions import WorkerLifecycleFailedError
 from coretsia.worker_protocol.lifecycle import CANONICAL_PATHS, GENERATIONS_DIR, RUNTIME_DIR
 from coretsia.worker_protocol.vocabulary import Transport
 
@@ -111,27 +111,20 @@ def runtime_dirs(root: Path, config: PoolConfig, transport: Transport) -> list[P
         if not inside(path):
             raise WorkerLifecycleFailedError(Reason.INVALID_STATE)
         dirs.append(path)
-    for key, relative in config.runtime_paths:
-        if key == "worker.socket_path" and transport is not Transport.UNIX:
-            continue  # no socket: its directory is not the pool's to create
-        path = resolved(os.path.dirname(relative))
-        if path != real_root and not inside(path):
-            raise WorkerConfigError(key, ConfigRule.UNSAFE_PATH)
-        dirs.append(path)
+    claims = []
+    for field, relative in config.claimed_paths:
+        if field == "socket_path" and transport is not Transport.UNIX:
+            continue  # no socket: its path is not the pool's to use
+        directory = resolved(os.path.dirname(relative))
+        if directory != real_root and not inside(directory):
+            raise config_error(field, ConfigRule.UNSAFE_PATH)
+        dirs.append(directory)
+        real = os.path.join(directory, os.path.basename(relative))
+        claims.append((field, os.path.relpath(real, real_root)))
     # Symlinks inside the root may make two different texts name one file (a state file
     # written over the generation fence): the load-time rules again, on real paths.
-    check_path_claims(
-        (
-            (
-                field,
-                os.path.relpath(
-                    os.path.join(resolved(os.path.dirname(path)), os.path.basename(path)), real_root
-                ),
-            )
-            for field, path in config.claimed_paths
-        ),
-        (os.path.relpath(resolved(path), real_root) for path in CANONICAL_PATHS),
-    )
+    canonical = (os.path.relpath(resolved(path), real_root) for path in CANONICAL_PATHS)
+    check_path_claims(claims, canonical)
     return [Path(path) for path in dict.fromkeys(dirs)]
 
 
