@@ -9,17 +9,21 @@ from pathlib import Path
 import psutil
 import pytest
 from faults import fault_env
-from pools import Supervisor, cli, lock_held, processes_in, wait_for, wait_gone, write_root
+from pools import (
+    Supervisor,
+    assert_failed,
+    cli,
+    lock_held,
+    processes_in,
+    wait_for,
+    wait_gone,
+    write_root,
+)
 
 
 def _fails_with(supervisors, root: Path, expected: str, fault: str | None = None) -> Supervisor:  # type: ignore[no-untyped-def]
     supervisor = supervisors(root, env=None if fault is None else fault_env(fault))
-    assert supervisor.finish(60) == 1, supervisor.stderr
-    assert supervisor.error == expected
-    assert "secret" not in supervisor.stderr + supervisor.stdout
-    assert "Traceback" not in supervisor.stderr
-    assert not lock_held(root)
-    assert wait_gone(root) == []
+    assert_failed(supervisor, root, expected)
     return supervisor
 
 

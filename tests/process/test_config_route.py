@@ -305,7 +305,7 @@ def test_the_shipped_example_runs_and_stops_itself(tmp_path: Path, route: str) -
     if route == "api":
         assert out.splitlines()[0] == "registered: consumer:0, consumer:1, scheduler, flaky"
         assert out.splitlines()[-1] == "pool stopped"
-    assert pools.wait_gone(root) == []
+    pools.assert_none_left(root)
 
 
 def test_the_heartbeat_example_runs_once_enabled(root: Path) -> None:

@@ -122,7 +122,7 @@ def test_auto_without_fork_exec_runs_the_proc_driver(
         assert json.loads(pools.cli(root, "status", "--json").stdout)["driver"] == "proc"
         state = json.loads((root / "var/tmp/worker.state.json").read_text())
         assert (state["driver_requested"], state["driver"]) == ("auto", "proc")
-        assert len(supervisor._named("coretsia.proc_host")) == 1
+        supervisor.proc_host()  # exactly one
         assert pools.cli(root, "stop").returncode == 0
         assert supervisor.finish() == 0
     finally:

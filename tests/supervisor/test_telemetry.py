@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import pytest
-from telemetry_memory import Pipeline, Recorded
+from telemetry_memory import Pipeline, Raising, Recorded
 
 from coretsia.supervisor.telemetry import (
     NO_TELEMETRY,
@@ -52,16 +52,6 @@ def ticking(readings: list[int]) -> Callable[[], int]:
 
 def broken_clock() -> int:
     raise OSError("clock unavailable")
-
-
-class Raising:
-    """A tracer, span, meter and instrument in one: every method raises."""
-
-    def __getattr__(self, name: str) -> Callable[..., object]:
-        def fail(*args: object, **kwargs: object) -> object:
-            raise RuntimeError(f"{name} failed")
-
-        return fail
 
 
 class RaisingSpans:

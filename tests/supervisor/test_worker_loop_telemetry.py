@@ -7,25 +7,13 @@ settlement and the worker's fate must be the same either way.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from telemetry_memory import Pipeline
+from telemetry_memory import Pipeline, Raising
 from unit_recorder import Recorder, run_recorded
 
 from coretsia.supervisor.telemetry import Telemetry
 from coretsia.supervisor.worker_loop import Hooks, run_unit
-
-
-class Raising:
-    """A tracer, meter, span and instrument at once: every method raises."""
-
-    def __getattr__(self, name: str) -> Callable[..., object]:
-        def fail(*args: object, **kwargs: object) -> object:
-            raise RuntimeError(f"{name} failed")
-
-        return fail
 
 
 def _broken_clock() -> int:

@@ -433,9 +433,11 @@ def assert_start_refused(
 
 
 def assert_failed(supervisor: Supervisor, root: Path, expected: str) -> None:
-    """The pool failed with ``expected`` (exit 1), said nothing secret, and left nothing."""
+    """The pool failed with ``expected`` (exit 1), said nothing secret (no traceback
+    either), and left nothing."""
     assert supervisor.finish(60) == 1, supervisor.stderr
     assert supervisor.error == expected
     assert "secret" not in supervisor.stderr + supervisor.stdout
+    assert "Traceback" not in supervisor.stderr
     assert not lock_held(root)
     assert wait_gone(root) == []

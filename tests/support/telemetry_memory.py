@@ -6,6 +6,7 @@ pythonpath). Nothing here touches OpenTelemetry's global providers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from opentelemetry.sdk.metrics import MeterProvider
@@ -50,3 +51,13 @@ def in_memory() -> Pipeline:
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader])
     return tracer_provider, meter_provider, Recorded(spans, reader)
+
+
+class Raising:
+    """A tracer, span, meter and instrument in one: every method raises."""
+
+    def __getattr__(self, name: str) -> Callable[..., object]:
+        def fail(*args: object, **kwargs: object) -> object:
+            raise RuntimeError(f"{name} failed")
+
+        return fail
