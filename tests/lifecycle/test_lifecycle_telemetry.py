@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import collections
 import json
-import os
 import textwrap
 from pathlib import Path
 
-from pools import cli, wait_for
+from fixture_dist import install, wheel
+from pools import cli, wait_for, write_root
+from site_hooks import pythonpath_first
 
 SECRET = "s3cr3t-task-payload"
 
@@ -103,18 +104,18 @@ class Metrics(MetricExporter):
 
 
 def _exporter_plugin(site: Path) -> None:
-    """A distribution on ``site`` that provides the ``coretsia_test`` exporters."""
-    site.mkdir()
-    (site / "coretsia_file_exporter.py").write_text(textwrap.dedent(EXPORTER))
-    info = site / "coretsia_test_telemetry-0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: coretsia-test-telemetry\nVersion: 0\n"
+    """A distribution installed on ``site`` that provides the ``coretsia_test`` exporters."""
+    exporters = wheel(
+        site.parent / "wheels",
+        "coretsia_test_telemetry",
+        {"coretsia_file_exporter": textwrap.dedent(EXPORTER)},
+        {
+            "opentelemetry_traces_exporter": {"coretsia_test": "coretsia_file_exporter:Spans"},
+            "opentelemetry_metrics_exporter": {"coretsia_test": "coretsia_file_exporter:Metrics"},
+        },
+        requires=(),
     )
-    (info / "entry_points.txt").write_text(
-        "[opentelemetry_traces_exporter]\ncoretsia_test = coretsia_file_exporter:Spans\n"
-        "[opentelemetry_metrics_exporter]\ncoretsia_test = coretsia_file_exporter:Metrics\n"
-    )
+    install(exporters, site)
 
 
 def test_spans_and_metrics_leave_the_supervisor_and_the_workers(  # type: ignore[no-untyped-def]
@@ -125,15 +126,9 @@ def test_spans_and_metrics_leave_the_supervisor_and_the_workers(  # type: ignore
     _exporter_plugin(site)
     out = tmp_path / "telemetry.jsonl"
     (root / "telemetry_app.py").write_text(textwrap.dedent(APP))
-    with (root / "coretsia.toml").open("a") as config:
-        config.write('telemetry = "otel"\n')
-    text = (root / "coretsia.toml").read_text()
-    (root / "coretsia.toml").write_text(
-        text.replace('"lifecycle_app:idle"', '"telemetry_app:three"')
-    )
+    write_root(root, task_source="telemetry_app:three", telemetry="otel")
     env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")])),
+        **pythonpath_first(site),
         "OTEL_TRACES_EXPORTER": "coretsia_test",
         "OTEL_METRICS_EXPORTER": "coretsia_test",
         "OTEL_METRIC_EXPORT_INTERVAL": "3600000",  # only the final export, at exit
