@@ -59,8 +59,10 @@ from coretsia.worker_protocol.worker_channel import (
     Ready,
     Retiring,
     ShutdownRequest,
+    TaskFailed,
     decode_worker_frame,
     encode_worker_frame,
+    error_type_name,
 )
 
 CRED = "0123456789abcdef" * 4
@@ -135,6 +137,8 @@ FRAMES: list[tuple[Codec, Any]] = [
     (WORKER, Failed(Reason.CHILD_EXITED)),
     (WORKER, Retiring()),
     (WORKER, ShutdownRequest()),
+    (WORKER, TaskFailed("ValueError")),
+    (WORKER, TaskFailed("app.jobs.Outer.Declined", attempt=3, retried=False)),
 ]
 FRAME_IDS = [f"{type(f).__name__}-{i}" for i, (_, f) in enumerate(FRAMES)]
 
@@ -736,11 +740,36 @@ class TestEncodingInvalidFrames:
         with pytest.raises(LocalProtocolError):
             encode_state(state)
 
-    @pytest.mark.parametrize("frame", [Ready("short"), Failed(Reason.NOT_RUNNING)])
+    @pytest.mark.parametrize(
+        "frame",
+        [
+            Ready("short"),
+            Failed(Reason.NOT_RUNNING),
+            TaskFailed("no spaces: a message"),
+            TaskFailed("f.<locals>.Error"),
+            TaskFailed("x" * 129),
+            TaskFailed("ValueError", attempt=0),
+        ],
+    )
     def test_bad_worker_frame(self, frame: Any) -> None:
         """Encoding a worker frame the supervisor would refuse is LocalProtocolError."""
         with pytest.raises(LocalProtocolError):
             encode_worker_frame(frame)
+
+
+class TestErrorTypeName:
+    def test_plain_and_nested_classes_keep_their_qualified_name(self) -> None:
+        class Inner(Exception):
+            pass
+
+        assert error_type_name(ValueError) == "ValueError"
+        assert error_type_name(TestErrorTypeName) == "TestErrorTypeName"
+        assert error_type_name(Inner) == "Inner"  # qualname has <locals>: the bare name
+
+    def test_a_name_that_is_not_code_is_never_sent(self) -> None:
+        """A class built at run time may be named by data: only identifiers pass."""
+        assert error_type_name(type("card 4111 declined", (Exception,), {})) == "Exception"
+        assert error_type_name(type("x" * 200, (Exception,), {})) == "Exception"
 
 
 class TestReprRedaction:

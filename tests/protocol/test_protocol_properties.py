@@ -53,6 +53,7 @@ from coretsia.worker_protocol.worker_channel import (
     Retire,
     Retiring,
     ShutdownRequest,
+    TaskFailed,
     decode_supervisor_frame,
     decode_worker_frame,
     encode_retire,
@@ -157,6 +158,14 @@ worker_frames = st.one_of(
     st.builds(Failed, worker_reasons),
     st.just(Retiring()),
     st.just(ShutdownRequest()),
+    st.builds(
+        TaskFailed,
+        st.from_regex(
+            r"[A-Za-z_][A-Za-z0-9_]{0,20}(\.[A-Za-z_][A-Za-z0-9_]{0,20}){0,3}", fullmatch=True
+        ),
+        st.none() | st.integers(1, 2**31 - 1),
+        st.none() | st.booleans(),
+    ),
 )
 
 texts = st.text(max_size=40)

@@ -3,12 +3,13 @@
 JSON lines when stderr is not a terminal (journald, containers and log shippers read them
 as they are), readable text on a terminal; ``--log-format`` forces either. Every event
 has a stable name (``pool.running``, ``worker.exited``...) and carries only safe fields:
-seed 000's list, plus two that exist only in logs (a documented deviation): ``slot``, a
+seed 000's list, plus a few that exist only in logs (a documented deviation): ``slot``, a
 bounded slot index, and ``exit_kind``, a bounded token such as ``signal-kill``, so that an
 operator can tell which slot died and how (an out-of-memory kill would otherwise be
-invisible). Anything else is refused at the call site: redaction is an allow-list, kept
-here in one place. Paths, ports, credentials, payloads and exception messages have no
-field to travel in.
+invisible); and for ``task.failed``, ``attempt`` (a count), ``retried`` (a boolean) and
+``error_type`` (an exception's class name: code, never its message). Anything else is
+refused at the call site: redaction is an allow-list, kept here in one place. Paths,
+ports, credentials, payloads and exception messages have no field to travel in.
 
 Standard library :mod:`logging` only: the guardian uses it too, and it must not import the
 supervisor.
@@ -26,8 +27,8 @@ from coretsia.worker_protocol.vocabulary import SAFE_FIELDS as SEED_SAFE_FIELDS
 
 LOGGER_NAME: Final = "coretsia"
 
-SAFE_FIELDS: Final = SEED_SAFE_FIELDS | {"slot", "exit_kind"}
-"""Seed 000's safe fields, plus the two log-only ones (see the module docstring)."""
+SAFE_FIELDS: Final = SEED_SAFE_FIELDS | {"slot", "exit_kind", "attempt", "retried", "error_type"}
+"""Seed 000's safe fields, plus the log-only ones (see the module docstring)."""
 
 Field = str | int | bool
 

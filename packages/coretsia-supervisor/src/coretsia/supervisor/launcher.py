@@ -248,12 +248,38 @@ class _Reporter:
     def fail(self, reason: Reason, error: BaseException | None) -> None:
         from coretsia.worker_protocol.worker_channel import Failed
 
+        self._show(error)
+        self.send(Failed(reason))
+
+    def task_failed(self, task: object, error: Exception) -> None:
+        """Tell the supervisor what an operator may see of a failed task (safe fields).
+
+        ``attempt`` and ``retried`` are optional attributes of a source's task (the SQLite
+        source has both); anything else than an int of at least 1 or a bool is not sent.
+        """
+        from coretsia.worker_protocol.worker_channel import (
+            MAX_ATTEMPT,
+            TaskFailed,
+            error_type_name,
+        )
+
+        self._show(error)
+        attempt = getattr(task, "attempt", None)
+        retried = getattr(task, "retried", None)
+        self.send(
+            TaskFailed(
+                error_type_name(type(error)),
+                attempt if type(attempt) is int and 1 <= attempt <= MAX_ATTEMPT else None,
+                retried if type(retried) is bool else None,
+            )
+        )
+
+    def _show(self, error: BaseException | None) -> None:
         if self.debug and error is not None:
             import traceback
 
             traceback.print_exception(error)  # debug only: may show payloads and config
             sys.stderr.flush()
-        self.send(Failed(reason))
 
 
 class _Context:
@@ -396,6 +422,7 @@ def _serve_tasks(
         Retirement(reporter.channel, stop.listen),
         lambda: reporter.send(Retiring()),
         _telemetry(spec.get("telemetry")),
+        reporter.task_failed,
     )
 
 

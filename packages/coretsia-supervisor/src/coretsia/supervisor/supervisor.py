@@ -93,6 +93,7 @@ from coretsia.worker_protocol.worker_channel import (
     Ready,
     Retiring,
     ShutdownRequest,
+    TaskFailed,
     decode_worker_frame,
     encode_retire,
 )
@@ -375,6 +376,8 @@ class Supervisor:
                 output.progress(self._status_line())
         elif isinstance(frame, Failed):
             slot.failed_reason = frame.reason
+        elif isinstance(frame, TaskFailed):
+            self._log_task_failure(slot, frame)
         elif isinstance(frame, Retiring):
             if not slot.retiring:
                 slot.retiring = True
@@ -384,6 +387,16 @@ class Supervisor:
             event("pool.shutdown_requested", slot=slot.index)
             self.request_stop()
         self._pool.changed()
+
+    @staticmethod
+    def _log_task_failure(slot: Slot, frame: TaskFailed) -> None:
+        """``task.failed`` with what the worker could say of it: safe fields only."""
+        fields: dict[str, str | int | bool] = {"slot": slot.index, "error_type": frame.error_type}
+        if frame.attempt is not None:
+            fields["attempt"] = frame.attempt
+        if frame.retried is not None:
+            fields["retried"] = frame.retried
+        event("task.failed", logging.WARNING, **fields)
 
     def _on_exit(self, frame: Exited) -> None:
         if not 0 <= frame.slot < len(self._pool.slots):

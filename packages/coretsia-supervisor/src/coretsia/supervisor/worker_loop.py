@@ -24,11 +24,16 @@ Each unit of work is recorded as one ``worker.task`` span plus the task metrics 
 ``failed``, ``hook-failed``, ``reset-failed``, ``settlement-failed``, or ``aborted``
 (anything but an ``Exception`` escaping, such as ``SystemExit``).
 
+A task that fails (settled with ``fail``) is reported through ``on_failure`` with the
+exception, so the launcher can tell the supervisor what an operator may see of it.
+
 Retirement: after ``max_requests`` attempts (failed ones count) the worker sends
-``retiring`` and keeps serving until the supervisor answers ``retire``, then exits 0. The
-supervisor grants one retirement at a time, so capacity never drops by more than one slot.
-Where the launcher's stop descriptor also watches the channel (Linux), the answer wakes
-a source idle in ``receive`` like a stop, and the loop's top tells the two apart.
+``retiring``; it may take one more task while the request travels, then takes none until
+the supervisor answers ``retire`` (or a stop comes), and exits 0. So a worker process
+runs at most ``max_requests + 1`` attempts, whatever the source or the supervisor are
+doing. The supervisor grants one retirement at a time. Where the launcher's stop
+descriptor also watches the channel (Linux), the answer wakes a source idle in
+``receive`` like a stop, and the loop's top tells the two apart.
 
 Imported on the worker boot path: standard library only at load time.
 """
@@ -116,25 +121,28 @@ _EXIT_OUTCOMES = {
 
 def run_unit(
     task: Task, hooks: Hooks, telemetry: Telemetry = NO_TELEMETRY, operation: str = "queue"
-) -> None:
+) -> Exception | None:
     """One unit of work (see the module's table), recorded as one ``worker.task``.
 
-    ``operation`` is the generation's task type. Telemetry is recorded after the outcome
-    is decided and never raises, so it cannot change the outcome.
+    Returns the error the task was failed with, None when it completed. ``operation`` is
+    the generation's task type. Telemetry is recorded after the outcome is decided and
+    never raises, so it cannot change the outcome.
     """
     recording = telemetry.task(operation)
     outcome = "aborted"  # anything but Exception escaping (SystemExit...) ends here
     try:
-        outcome = _run_unit(task, hooks)
+        error = _run_unit(task, hooks)
+        outcome = "completed" if error is None else "failed"
     except WorkerExit as leaving:
         outcome = _EXIT_OUTCOMES.get(leaving.reason.name if leaving.reason else "", outcome)
         raise
     finally:
         recording.finish(outcome)
+    return error
 
 
-def _run_unit(task: Task, hooks: Hooks) -> str:
-    """The unit itself; returns ``completed`` or ``failed`` (how it was settled)."""
+def _run_unit(task: Task, hooks: Hooks) -> Exception | None:
+    """The unit itself; returns the error it was settled with by ``fail``, if any."""
     error: Exception | None = None
     result: object = None
     try:
@@ -160,7 +168,7 @@ def _run_unit(task: Task, hooks: Hooks) -> str:
             task.fail(error)
     except Exception as settle_error:
         raise _failure("TASK_SETTLEMENT_FAILED") from settle_error
-    return "completed" if error is None else "failed"
+    return error
 
 
 class Retirement:
@@ -186,6 +194,14 @@ class Retirement:
         if not self._requested:
             self._requested = True
             send()
+
+    def wait(self, stop_fileno: int) -> None:
+        """Block until the supervisor's answer (or its end) arrives or a stop is requested.
+
+        No timeout: the supervisor answers in turn, a stop ends the wait, and a worker
+        whose supervisor died sees its channel close (and its parent-death watch fire).
+        """
+        select.select([self._channel.fileno(), stop_fileno], [], [])
 
     def granted(self) -> bool:
         """True once ``retire`` arrived, or the supervisor is gone; never blocks."""
@@ -220,6 +236,7 @@ def work(
     retirement: Retirement,
     request_retirement: Callable[[], None],
     telemetry: Telemetry = NO_TELEMETRY,
+    on_failure: Callable[[Task, Exception], None] = lambda _task, _error: None,
 ) -> int:
     """Serve tasks until a cooperative stop or a granted retirement; returns 0."""
     attempts = 0
@@ -231,6 +248,11 @@ def work(
                 retirement.request(request_retirement)
             if retirement.granted():
                 break
+            if attempts > max_requests and not context.stopping:
+                # The one attempt allowed while the request travels is spent: no other
+                # task is taken before the turn (or a stop) comes.
+                retirement.wait(context.stop_fileno())
+                continue
         if context.stopping:
             retirement.granted()  # a grant that came meanwhile is read, never left unread
             break
@@ -245,7 +267,9 @@ def work(
             raise _failure("TASK_SOURCE_TERMINATED")
         retirement.listening(on=False)  # a running task never sees a recycle as a stop
         attempts += 1  # seed 000: max_requests counts acquired attempts, failed ones too
-        run_unit(task, hooks, telemetry, context.task_type)
+        failure = run_unit(task, hooks, telemetry, context.task_type)
+        if failure is not None:
+            on_failure(task, failure)
     return EXIT_OK
 
 

@@ -14,9 +14,14 @@ Frames, in the order a worker may send them:
 * ``ready``: booted, task source resolved, ``assert_ready`` passed. Exactly once.
 * ``failed``: a terminal reason token, sent before a non-zero exit, so the operator sees
   why a worker died (before or after readiness).
-* ``retiring``: ``max_requests`` reached; the worker asks to retire and keeps serving
-  until the supervisor answers ``retire`` (one slot recycles at a time, so capacity never
-  drops by more than one), then exits cleanly and the slot is recycled.
+* ``task-failed``: a unit of work failed and was settled with ``fail``; safe fields only
+  (the attempt number and whether the source will retry it, when the source says, and
+  the exception's class name: never its message, never the payload), so the supervisor
+  can log it. Any number of times.
+* ``retiring``: ``max_requests`` reached; the worker asks to retire, may take one more
+  task while the request travels, then takes none until the supervisor answers
+  ``retire`` (one slot recycles at a time), exits cleanly and the slot is recycled: at
+  most ``max_requests + 1`` attempts per worker process.
 * ``shutdown-request``: the worker asks for the whole pool to stop (seed 003's
   ``pool.shutdown()``).
 """
@@ -74,6 +79,66 @@ class Failed(Frozen):
         return self._reason
 
 
+class TaskFailed(Frozen):
+    """A unit of work failed; what an operator may see of it (see the module docstring).
+
+    ``attempt`` counts from 1 and ``retried`` says whether the source will run the task
+    again; either is None when the source does not tell. ``error_type`` is a class name
+    (dotted identifiers only, see :func:`error_type_name`).
+    """
+
+    __slots__ = ("_attempt", "_error_type", "_retried")
+    __match_args__ = ("error_type", "attempt", "retried")
+    _fields = _shown = ("error_type", "attempt", "retried")
+    _error_type: str
+    _attempt: int | None
+    _retried: bool | None
+
+    def __init__(
+        self, error_type: str, attempt: int | None = None, retried: bool | None = None
+    ) -> None:
+        self._set(error_type, attempt, retried)
+
+    @property
+    def error_type(self) -> str:
+        return self._error_type
+
+    @property
+    def attempt(self) -> int | None:
+        return self._attempt
+
+    @property
+    def retried(self) -> bool | None:
+        return self._retried
+
+
+MAX_ERROR_TYPE_LEN: Final = 128
+"""The longest class name a ``task-failed`` frame carries."""
+MAX_ATTEMPT: Final = 2**31 - 1
+
+
+def error_type_name(kind: type) -> str:
+    """``kind``'s qualified name (or its bare name) made of identifiers, else ``Exception``.
+
+    A class name is code, not data, which is why it may be logged; a class built at run
+    time can have any name at all, so only a name made of identifiers passes (a class
+    defined in a function, ``f.<locals>.Error``, is logged as ``Error``).
+    """
+    for attribute in ("__qualname__", "__name__"):
+        name = getattr(kind, attribute, "")
+        if isinstance(name, str) and _is_type_name(name):
+            return name
+    return "Exception"
+
+
+def _is_type_name(name: str) -> bool:
+    return (
+        0 < len(name) <= MAX_ERROR_TYPE_LEN
+        and name.isascii()
+        and all(part.isidentifier() for part in name.split("."))
+    )
+
+
 class Retiring(Frozen):
     """The worker reached ``max_requests`` and will exit cleanly to be replaced."""
 
@@ -88,7 +153,7 @@ class ShutdownRequest(Frozen):
     __match_args__ = ()
 
 
-WorkerFrame = Ready | Failed | Retiring | ShutdownRequest
+WorkerFrame = Ready | Failed | TaskFailed | Retiring | ShutdownRequest
 
 
 class Retire(Frozen):
@@ -133,6 +198,14 @@ def _read(obj: s.JsonObject) -> WorkerFrame:
         if REASON_CODES[reason] not in _WORKER_CODES:
             raise s.FieldError(Reason.FRAME_INVALID_VALUE, "$.reason")
         return Failed(reason)
+    if kind == "task-failed":
+        s.check_keys(obj, _BASE | {"error_type", "attempt", "retried"})
+        error_type = s.get_str(obj, "error_type", MAX_ERROR_TYPE_LEN)
+        if not _is_type_name(error_type):
+            raise s.FieldError(Reason.FRAME_INVALID_VALUE, "$.error_type")
+        attempt = None if obj["attempt"] is None else s.get_int(obj, "attempt", 1, MAX_ATTEMPT)
+        retried = None if obj["retried"] is None else s.get_bool(obj, "retried")
+        return TaskFailed(error_type, attempt, retried)
     if kind == "retiring":
         s.check_keys(obj, _BASE)
         return Retiring()
@@ -149,6 +222,13 @@ def encode_worker_frame(frame: WorkerFrame) -> bytes:
         obj.update(type="ready", token=frame.token)
     elif isinstance(frame, Failed):
         obj.update(type="failed", reason=frame.reason.value)
+    elif isinstance(frame, TaskFailed):
+        obj.update(
+            type="task-failed",
+            error_type=frame.error_type,
+            attempt=frame.attempt,
+            retried=frame.retried,
+        )
     elif isinstance(frame, Retiring):
         obj.update(type="retiring")
     else:
