@@ -13,6 +13,7 @@ import psutil
 from pools import cli, processes_in, write_root
 
 from coretsia.supervisor.control_server import MAX_PENDING, READ_DEADLINE_S
+from coretsia.supervisor.refusals import INTERVAL_S
 from coretsia.worker_protocol.framing import MAX_FRAME_BYTES
 
 LOCATOR = "var/tmp/worker.lifecycle.json"
@@ -177,6 +178,36 @@ class TestRobustness:
         with _connect(root) as sock:
             sock.sendall(_request("status", credential))
         assert cli(root, "health").returncode == 0
+
+
+class TestRefusalFlood:
+    def test_a_flood_of_refusals_logs_a_bounded_number_of_lines(
+        self, root: Path, supervisors
+    ) -> None:  # type: ignore[no-untyped-def]
+        """2,000 refused connections: a few counted lines per cause; status stays fast."""
+        supervisor = supervisors(root, "--log-format", "json")
+        supervisor.wait_running()
+        flood = {"credential": _request("status", "0" * 64), "malformed": b"garbage\n"}
+        started = time.monotonic()
+        for _ in range(1000):
+            for payload in flood.values():
+                with _connect(root) as sock:
+                    sock.sendall(payload)
+                    assert sock.recv(4096) == b""
+        elapsed = time.monotonic() - started
+        probe = time.monotonic()
+        assert cli(root, "status").returncode == 0
+        status_s = time.monotonic() - probe
+        assert cli(root, "stop").returncode == 0
+        assert supervisor.finish() == 0
+        refused = [e for e in supervisor.logs if e["event"] == "control.refused"]
+        for cause in flood:
+            lines = [e for e in refused if e["cause"] == cause]
+            # Every refusal is counted once (the rest is logged when the server closes)...
+            assert sum(int(str(e["count"])) for e in lines) == 1000, lines
+            # ...in at most one line per second of the flood, plus the one at close.
+            assert len(lines) <= elapsed / INTERVAL_S + 2, (len(lines), elapsed)
+        assert status_s < READ_DEADLINE_S  # a real request is never queued behind it
 
 
 class TestSecrets:

@@ -7,7 +7,8 @@ seed 000's list, plus a few that exist only in logs (a documented deviation): ``
 bounded slot index, and ``exit_kind``, a bounded token such as ``signal-kill``, so that an
 operator can tell which slot died and how (an out-of-memory kill would otherwise be
 invisible); and for ``task.failed``, ``attempt`` (a count), ``retried`` (a boolean) and
-``error_type`` (an exception's class name: code, never its message). Anything else is
+``error_type`` (an exception's class name: code, never its message); for
+``control.refused``, ``cause`` (a bounded token) and ``count``. Anything else is
 refused at the call site: redaction is an allow-list, kept here in one place. Paths,
 ports, credentials, payloads and exception messages have no field to travel in.
 
@@ -27,7 +28,15 @@ from coretsia.worker_protocol.vocabulary import SAFE_FIELDS as SEED_SAFE_FIELDS
 
 LOGGER_NAME: Final = "coretsia"
 
-SAFE_FIELDS: Final = SEED_SAFE_FIELDS | {"slot", "exit_kind", "attempt", "retried", "error_type"}
+SAFE_FIELDS: Final = SEED_SAFE_FIELDS | {
+    "slot",
+    "exit_kind",
+    "attempt",
+    "retried",
+    "error_type",
+    "cause",
+    "count",
+}
 """Seed 000's safe fields, plus the log-only ones (see the module docstring)."""
 
 Field = str | int | bool

@@ -7,7 +7,9 @@ Security and robustness rules:
   exactly 127.0.0.1.
 * A session must deliver one whole request line within :data:`READ_DEADLINE_S`; the
   framer bounds its size. A malformed request or a wrong credential (compared in constant
-  time) gets no answer: the connection is closed silently.
+  time) gets no answer: the connection is closed silently, and counted in a
+  rate-limited ``control.refused`` line (:mod:`coretsia.supervisor.refusals`), so a
+  flood cannot drown the pool's real events.
 * At most :data:`MAX_PENDING` sessions may be waiting for their request at once; when a
   new connection arrives at the cap, the oldest waiting one is dropped. A flood of idle
   connections therefore delays a real ``status`` by at most one round trip, never
@@ -19,7 +21,6 @@ from __future__ import annotations
 
 import collections
 import hmac
-import logging
 import os
 import socket
 import stat
@@ -28,7 +29,7 @@ from typing import Final, Protocol
 
 import trio
 
-from coretsia.guardian.logs import event
+from coretsia.supervisor.refusals import RefusalCause, RefusalLog
 from coretsia.supervisor.telemetry import NO_TELEMETRY, Telemetry
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.control import (
@@ -71,6 +72,7 @@ class ControlServer:
         self._sessions = 0
         self._idle = trio.Event()
         self._idle.set()
+        self._refusals = RefusalLog()
 
     @classmethod
     async def open_unix(cls, path: Path) -> ControlServer:
@@ -127,6 +129,7 @@ class ControlServer:
     def close(self) -> None:
         """Stop listening and remove the socket file; open sessions carry on."""
         self._listener.close()
+        self._refusals.flush()
         if self._socket_path is not None:
             try:
                 self._socket_path.unlink()
@@ -163,8 +166,11 @@ class ControlServer:
     ) -> None:
         with conn:
             request = await self._read_request(conn)
-            if request is None or not hmac.compare_digest(request.credential, credential):
-                event("control.refused", logging.WARNING)
+            if not isinstance(request, ControlRequest):
+                self._refusals.refused(request)
+                return
+            if not hmac.compare_digest(request.credential, credential):
+                self._refusals.refused(RefusalCause.CREDENTIAL)
                 return
             if request.command is ControlCommand.STOP:
                 answering = None  # a stop is recorded when the shutdown ends
@@ -182,7 +188,7 @@ class ControlServer:
                 if answering is not None:
                     answering.finish("failure")  # no-op once the answer was sent
 
-    async def _read_request(self, conn: trio.socket.SocketType) -> ControlRequest | None:
+    async def _read_request(self, conn: trio.socket.SocketType) -> ControlRequest | RefusalCause:
         key = id(conn)
         if len(self._pending) >= MAX_PENDING:
             _, oldest = self._pending.popitem(last=False)
@@ -193,10 +199,10 @@ class ControlServer:
                 return await _read_line(conn)
             finally:
                 self._pending.pop(key, None)
-        return None
+        return RefusalCause.INCOMPLETE
 
 
-async def _read_line(conn: trio.socket.SocketType) -> ControlRequest | None:
+async def _read_line(conn: trio.socket.SocketType) -> ControlRequest | RefusalCause:
     framer = LineFramer()
     try:
         while True:
@@ -204,10 +210,12 @@ async def _read_line(conn: trio.socket.SocketType) -> ControlRequest | None:
             if isinstance(frame, bytes):
                 return decode_request(frame)
             if frame is Need.CLOSED:
-                return None
+                return RefusalCause.INCOMPLETE
             framer.receive_data(await conn.recv(4096))
-    except (OSError, ProtocolError):
-        return None
+    except ProtocolError:
+        return RefusalCause.MALFORMED
+    except OSError:
+        return RefusalCause.INCOMPLETE
 
 
 async def _send(conn: trio.socket.SocketType, response: ControlResponse) -> None:
