@@ -12,10 +12,12 @@ from __future__ import annotations
 import collections
 import datetime
 import math
+import os
+import tempfile
 import textwrap
 from pathlib import Path
 
-from pools import cli, wait_for, write_root
+from pools import cli, wait_for, wait_gone, write_root
 
 from coretsia.sources.sqlite_queue import SqliteQueue
 
@@ -127,4 +129,58 @@ class TestLoad:
         elapsed = max(end for *_, end in runs) - min(start for *_, start, _ in runs)
         ideal = total * task_s / workers
         assert elapsed <= ideal / 0.75, (elapsed, ideal, sorted(per_pid.values()))
+        queue.close()
+
+
+SHARED_HANDLER = """
+import os
+import time
+
+_LOG = os.open(os.environ["LOAD_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+
+def handle(payload):
+    started = time.monotonic()
+    time.sleep(0.01)
+    line = f"{payload} {os.getpid()} {started:.6f} {time.monotonic():.6f}\\n"
+    os.write(_LOG, line.encode())
+"""
+
+
+def test_two_roots_share_one_database(supervisors) -> None:  # type: ignore[no-untyped-def]
+    """Pool B starts while pool A holds leases: no message runs twice, neither fails."""
+    with tempfile.TemporaryDirectory(prefix="cw-", dir="/tmp") as shared:
+        database = Path(shared) / "queue.sqlite3"
+        log = Path(shared) / "attempts.log"
+        roots = []
+        for name in ("a", "b"):
+            pool_root = Path(shared) / name
+            pool_root.mkdir()
+            write_root(pool_root, task_source="sqlite", workers=2)
+            with (pool_root / "coretsia.toml").open("a") as config:
+                config.write(
+                    f'\n[worker.source_options]\nhandler = "shared_app:handle"\n'
+                    f'database = "{database}"\n'
+                )
+            (pool_root / "shared_app.py").write_text(textwrap.dedent(SHARED_HANDLER))
+            roots.append(pool_root)
+        total = 400
+        queue = SqliteQueue(database)
+        queue.enqueue([f"task-{n}" for n in range(total)])
+        env = {**os.environ, "LOAD_LOG": str(log)}
+        first = supervisors(roots[0], env=env)
+        first.wait_running()
+        wait_for(lambda: queue.stats()["done"] >= 20)
+        assert queue.stats()["in_flight"] >= 1  # A holds live leases as B starts
+        second = supervisors(roots[1], env=env)
+        second.wait_running()
+        wait_for(lambda: queue.stats()["done"] == total, timeout=120)
+        for pool_root, supervisor in zip(roots, (first, second), strict=True):
+            assert cli(pool_root, "stop").returncode == 0
+            assert supervisor.finish() == 0
+            assert wait_gone(pool_root) == []
+        assert queue.stats() == {"pending": 0, "in_flight": 0, "done": total, "failed": 0}
+        runs = [line.split() for line in log.read_text().splitlines()]
+        assert len(runs) == total  # each message ran exactly once: none was taken back
+        assert len({payload for payload, *_ in runs}) == total
         queue.close()

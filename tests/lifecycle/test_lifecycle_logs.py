@@ -6,7 +6,7 @@ import json
 import socket
 from pathlib import Path
 
-from pools import Supervisor, cli, wait_gone, write_root
+from pools import Supervisor, cli, wait_for, wait_gone, write_root
 
 from coretsia.guardian.logs import SAFE_FIELDS
 
@@ -110,3 +110,33 @@ def test_text_format_on_request(root: Path, supervisors) -> None:  # type: ignor
     assert all(line.startswith("coretsia: ") for line in lines), lines
     assert any(line.startswith("coretsia: pool.running pid=") for line in lines)
     assert "coretsia: guardian.released" in lines
+
+
+FAILING_HANDLER = """
+def handle(payload):
+    raise ValueError("the message names " + payload)
+"""
+
+
+def test_failed_task_is_logged_with_safe_fields_only(root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    """A failing task logs task.failed: slot, attempt, retried, class name; no payload."""
+    from coretsia.sources.sqlite_queue import SqliteQueue
+
+    write_root(root, task_source="sqlite", workers=1)
+    with (root / "coretsia.toml").open("a") as config:
+        config.write('\n[worker.source_options]\nhandler = "failing:handle"\nmax_attempts = 2\n')
+    (root / "failing.py").write_text(FAILING_HANDLER)
+    with SqliteQueue(root / "var/queue.sqlite3") as queue:
+        queue.enqueue(["card-4111-1111"])
+        supervisor = supervisors(root, "--log-format", "json")
+        supervisor.wait_running()
+        wait_for(lambda: queue.stats()["failed"] == 1)
+    assert cli(root, "stop").returncode == 0
+    assert supervisor.finish() == 0
+    _assert_safe(supervisor, "card-4111-1111", "the message names")
+    failures = [e for e in supervisor.logs if e["event"] == "task.failed"]
+    assert [(e["slot"], e["attempt"], e["retried"], e["error_type"]) for e in failures] == [
+        (0, 1, True, "ValueError"),
+        (0, 2, False, "ValueError"),
+    ]
+    assert {e["level"] for e in failures} == {"warning"}
