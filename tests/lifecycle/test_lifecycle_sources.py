@@ -12,11 +12,20 @@ application's own factories (``task_source = "module:factory"``), written into t
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from fixture_dist import coretsia_imports, install, wheel
-from pools import assert_failed, assert_start_refused, cli, events, wait_for, write_root
+from pools import (
+    Supervisor,
+    assert_failed,
+    assert_start_refused,
+    cli,
+    events,
+    wait_for,
+    write_root,
+)
 from site_hooks import pythonpath_first
 
 SOURCE_GROUP = "coretsia.worker.task_sources"
@@ -428,7 +437,9 @@ class TestOptionsCheckedAtStart:
         )
         assert not (root / "var/tmp/worker.lock").exists()
 
-    def test_the_handler_is_imported_by_the_workers(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_the_handler_is_imported_by_the_workers(
+        self, root: Path, supervisors: Callable[..., Supervisor]
+    ) -> None:
         """Whether the handler imports is not checked at start: the workers say it, unchanged."""
         sqlite_root(root, 'handler = "no_such_app_module:handle"')
         assert_failed(
@@ -436,8 +447,8 @@ class TestOptionsCheckedAtStart:
         )
 
     def test_a_check_that_breaks_fails_the_start(
-        self, root: Path, supervisors, sites: dict[str, Path]
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Callable[..., Supervisor], sites: dict[str, Path]
+    ) -> None:
         """Not an option error: the source is broken, unresolvable, before any spawn."""
         http_root(root)
         supervisor = supervisors(
