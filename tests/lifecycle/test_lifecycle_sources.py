@@ -12,11 +12,20 @@ application's own factories (``task_source = "module:factory"``), written into t
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from fixture_dist import coretsia_imports, install, wheel
-from pools import assert_failed, cli, events, wait_for, write_root
+from pools import (
+    Supervisor,
+    assert_failed,
+    assert_start_refused,
+    cli,
+    events,
+    wait_for,
+    write_root,
+)
 from site_hooks import pythonpath_first
 
 SOURCE_GROUP = "coretsia.worker.task_sources"
@@ -84,6 +93,21 @@ reset.kind = "reset"
 def during():
     pass
 during.kind = "during"
+"""
+
+BROKEN_CHECK_SOURCE = (
+    THIRD_PARTY_SOURCE
+    + """
+def _check(options):
+    raise RuntimeError("check saw /secret/path")
+make_source.check_options = _check
+"""
+)
+"""The third-party source, with a ``check_options`` that breaks (not an option error)."""
+
+SQLITE_APP = """
+def handle(payload):
+    return payload
 """
 
 NOT_CALLABLE_HOOK = """
@@ -215,6 +239,12 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             {},
             {SOURCE_GROUP: {"broken": "no_such_module:make_source"}},
         ),
+        "broken_check": wheel(
+            base / "wheels",
+            "broken_check_source",
+            {"broken_check_source": BROKEN_CHECK_SOURCE},
+            {SOURCE_GROUP: {"checked": "broken_check_source:make_source"}},
+        ),
         # Entries listed out of name order: contributed hooks run by entry-point name.
         "hooks": wheel(
             base / "wheels",
@@ -252,6 +282,7 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "third": ["third"],
         "two": ["first", "second"],
         "broken": ["broken", "third"],
+        "broken_check": ["broken_check"],
         "hooks": ["hooks"],
         "bad_kind": ["bad_kind"],
         "bad_import": ["bad_import"],
@@ -372,6 +403,62 @@ class TestDiscovery:
         supervisor.wait_running()
         assert frozen_spec(root)["task_source"] == "thirdparty_source:make_source"
         stop(root, supervisor)
+
+
+def sqlite_root(root: Path, options: str = "") -> None:
+    """A queue pool of the installed sqlite source; ``options``: its source_options lines."""
+    write_root(root, task_type="queue", task_source="sqlite")
+    (root / "sqlite_app.py").write_text(SQLITE_APP)
+    if options:
+        with (root / "coretsia.toml").open("a") as config:
+            config.write(f"\n[worker.source_options]\n{options}\n")
+
+
+class TestOptionsCheckedAtStart:
+    """An installed source's ``check_options`` runs at start, before anything is spawned."""
+
+    @pytest.mark.parametrize(
+        ("options", "key", "rule"),
+        [
+            ("", "handler", "required"),
+            ('handler = "sqlite_app:handle"\nmax_attempts = "3"', "max_attempts", "wrong-type"),
+            ('handler = "sqlite_app:handle"\nsurprise = 1', "surprise", "unknown-key"),
+            ('handler = "sqlite_app"', "handler", "invalid-target"),
+        ],
+        ids=["no-handler", "wrong-type", "unknown-key", "not-a-target"],
+    )
+    def test_a_broken_sqlite_option_is_a_config_error(
+        self, root: Path, options: str, key: str, rule: str
+    ) -> None:
+        """Exit 6 naming ``worker.source_options.<key>``; no log line, so no worker spawned."""
+        sqlite_root(root, options)
+        assert_start_refused(
+            root, f"worker.source_options.{key}", rule, options=("--log-format", "json")
+        )
+        assert not (root / "var/tmp/worker.lock").exists()
+
+    def test_the_handler_is_imported_by_the_workers(
+        self, root: Path, supervisors: Callable[..., Supervisor]
+    ) -> None:
+        """Whether the handler imports is not checked at start: the workers say it, unchanged."""
+        sqlite_root(root, 'handler = "no_such_app_module:handle"')
+        assert_failed(
+            supervisors(root), root, "CORETSIA_WORKER_START_FAILED: worker-task-source-unresolvable"
+        )
+
+    def test_a_check_that_breaks_fails_the_start(
+        self, root: Path, supervisors: Callable[..., Supervisor], sites: dict[str, Path]
+    ) -> None:
+        """Not an option error: the source is broken, unresolvable, before any spawn."""
+        http_root(root)
+        supervisor = supervisors(
+            root, "--log-format", "json", env=pythonpath_first(sites["broken_check"])
+        )
+        assert_failed(
+            supervisor, root, "CORETSIA_WORKER_START_FAILED: worker-task-source-unresolvable"
+        )
+        assert supervisor.logs == []  # nothing was started, so nothing was logged
+        assert not (root / "var/generations").exists()
 
 
 class TestHooks:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import pickle
 import re
 
 import pytest
 
+from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.endpoint import ENDPOINT_KEY_BYTES, endpoint_hash
 from coretsia.worker_protocol.lifecycle import (
     CANONICAL_PATHS,
@@ -15,7 +17,12 @@ from coretsia.worker_protocol.lifecycle import (
     RUNTIME_DIR,
 )
 from coretsia.worker_protocol.paths import MAX_PATH_CHARS, is_safe_relative_path, paths_overlap
-from coretsia.worker_protocol.task_source import Task, TaskSource, TaskSourceContext
+from coretsia.worker_protocol.task_source import (
+    Task,
+    TaskSource,
+    TaskSourceContext,
+    TaskSourceOptionError,
+)
 from coretsia.worker_protocol.vocabulary import Transport
 
 KEY = bytes(range(32))
@@ -215,3 +222,34 @@ class TestTaskSourceProtocols:
     def test_plain_object_is_nothing(self) -> None:
         """A bare object satisfies none of the Protocols."""
         assert not isinstance(object(), (TaskSource, Task, TaskSourceContext))
+
+
+class TestTaskSourceOptionError:
+    def test_key_and_rule(self) -> None:
+        """It carries the option's key and a configuration rule, and is a ValueError."""
+        error = TaskSourceOptionError("handler", ConfigRule.REQUIRED)
+        assert (error.key, error.rule) == ("handler", ConfigRule.REQUIRED)
+        assert isinstance(error, ValueError)
+
+    def test_rule_token_becomes_the_member(self) -> None:
+        """A source may pass the rule's token without importing the catalogue."""
+        assert TaskSourceOptionError("n", "wrong-type").rule is ConfigRule.WRONG_TYPE
+
+    def test_message_is_the_dotted_key_and_the_token(self) -> None:
+        """``str()`` names the key under its table and the rule, nothing else."""
+        error = TaskSourceOptionError("max_attempts", ConfigRule.OUT_OF_RANGE)
+        assert str(error) == "worker.source_options.max_attempts: out-of-range"
+
+    def test_a_phrase_is_not_a_rule(self) -> None:
+        """Free text (which could carry a value) is refused: the source's programming error."""
+        with pytest.raises(ValueError, match="is not a valid ConfigRule"):
+            TaskSourceOptionError("handler", "must be a string, got 's3cret'")
+
+    def test_pickles(self) -> None:
+        """Key and rule survive pickling (the message is rebuilt, not carried)."""
+        clone = pickle.loads(pickle.dumps(TaskSourceOptionError("database", "unsafe-path")))
+        assert (type(clone), clone.key, clone.rule) == (
+            TaskSourceOptionError,
+            "database",
+            ConfigRule.UNSAFE_PATH,
+        )

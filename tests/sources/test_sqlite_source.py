@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,9 +19,11 @@ from coretsia.sources.sqlite_source import (
     SourceOptionError,
     SqliteSource,
     SqliteTask,
+    check_options,
     make_source,
 )
-from coretsia.worker_protocol.task_source import Task, TaskSource
+from coretsia.worker_protocol.catalogue import ConfigRule
+from coretsia.worker_protocol.task_source import Task, TaskSource, TaskSourceOptionError
 
 if TYPE_CHECKING:  # conftest is not an importable module; the type is for readers
     from .conftest import FakeContext
@@ -60,6 +63,34 @@ def build(
     return build_one
 
 
+BAD_OPTIONS: list[tuple[dict[str, object], str, ConfigRule]] = [
+    ({"handler": None}, "handler", ConfigRule.REQUIRED),
+    ({"handler": 5}, "handler", ConfigRule.WRONG_TYPE),
+    ({"handler": "no_colon"}, "handler", ConfigRule.INVALID_TARGET),
+    ({"handler": "cq_handlers:"}, "handler", ConfigRule.INVALID_TARGET),
+    ({"handler": "a:b:c"}, "handler", ConfigRule.INVALID_TARGET),
+    ({"handler": "my app:f"}, "handler", ConfigRule.INVALID_TARGET),
+    ({"max_attempts": 0}, "max_attempts", ConfigRule.OUT_OF_RANGE),
+    ({"max_attempts": True}, "max_attempts", ConfigRule.WRONG_TYPE),
+    ({"max_attempts": "3"}, "max_attempts", ConfigRule.WRONG_TYPE),
+    ({"database": ""}, "database", ConfigRule.UNSAFE_PATH),
+    ({"database": "a\0b"}, "database", ConfigRule.UNSAFE_PATH),
+    ({"database": 7}, "database", ConfigRule.WRONG_TYPE),
+    ({"keep_error_messages": "yes"}, "keep_error_messages", ConfigRule.WRONG_TYPE),
+    ({"keep_error_messages": 1}, "keep_error_messages", ConfigRule.WRONG_TYPE),
+    ({"surprise": 1}, "surprise", ConfigRule.UNKNOWN_KEY),
+]
+"""Options both ``check_options`` and ``make_source`` refuse (``handler: None``: left out)."""
+
+
+def _with_handler(options: dict[str, object], handler: str) -> dict[str, object]:
+    """``options`` over a good ``handler``; ``handler: None`` leaves it out."""
+    merged: dict[str, object] = {"handler": handler, **options}
+    if merged["handler"] is None:
+        del merged["handler"]
+    return merged
+
+
 def _later(delay: float, action: Callable[[], object]) -> threading.Timer:
     timer = threading.Timer(delay, action)
     timer.start()
@@ -91,21 +122,12 @@ class TestFactory:
         assert source.queue.path == str(root / "data" / "jobs.db")
 
     @pytest.mark.parametrize(
-        ("options", "key"),
+        ("options", "key", "rule"),
         [
-            ({"handler": None}, "handler"),
-            ({"handler": 5}, "handler"),
-            ({"handler": "no_colon"}, "handler"),
-            ({"handler": "cq_handlers:"}, "handler"),
-            ({"handler": "no_such_module_cq:f"}, "handler"),
-            ({"handler": "cq_handlers:missing"}, "handler"),
-            ({"handler": "cq_handlers:not_callable"}, "handler"),
-            ({"max_attempts": 0}, "max_attempts"),
-            ({"max_attempts": True}, "max_attempts"),
-            ({"max_attempts": "3"}, "max_attempts"),
-            ({"database": ""}, "database"),
-            ({"database": 7}, "database"),
-            ({"surprise": 1}, "surprise"),
+            *BAD_OPTIONS,
+            ({"handler": "no_such_module_cq:f"}, "handler", ConfigRule.INVALID_TARGET),
+            ({"handler": "cq_handlers:missing"}, "handler", ConfigRule.INVALID_TARGET),
+            ({"handler": "cq_handlers:not_callable"}, "handler", ConfigRule.INVALID_TARGET),
         ],
     )
     def test_bad_options_name_the_key(
@@ -115,20 +137,19 @@ class TestFactory:
         make_context: MakeContext,
         options: dict[str, object],
         key: str,
+        rule: ConfigRule,
     ) -> None:
-        merged: dict[str, object] = {"handler": f"{handlers}:record", **options}
-        if merged["handler"] is None:
-            del merged["handler"]
+        """The factory refuses what the start-time check refuses, and a handler it cannot use."""
         with pytest.raises(SourceOptionError) as caught:
-            make_source(make_context(merged))
-        assert caught.value.key == key
-        assert str(caught.value).startswith(f"worker.source_options.{key}: ")
+            make_source(make_context(_with_handler(options, f"{handlers}:record")))
+        assert (caught.value.key, caught.value.rule) == (key, rule)
+        assert str(caught.value) == f"worker.source_options.{key}: {rule.value}"
 
     def test_without_options_the_handler_is_missing(
         self, root: Path, make_context: MakeContext
     ) -> None:
         """A runtime without context.options still gets a clear error, not an AttributeError."""
-        with pytest.raises(SourceOptionError, match="handler: is required"):
+        with pytest.raises(SourceOptionError, match="handler: required"):
             make_source(make_context(None))
 
     def test_serves_queue_only(self, root: Path, handlers: str, make_context: MakeContext) -> None:
@@ -158,6 +179,51 @@ class TestFactory:
         source.queue.close()
         with pytest.raises(QueueError):
             source.assert_ready()
+
+
+class TestCheckOptions:
+    """``make_source.check_options``: the SPI's start-time check, run by the supervisor."""
+
+    def test_attached_to_the_factory(self) -> None:
+        """The supervisor finds the check as an attribute of the entry point's factory."""
+        assert make_source.check_options is check_options  # type: ignore[attr-defined]
+
+    @pytest.mark.parametrize(
+        "options",
+        [
+            {"handler": "app.jobs:handle"},
+            {"handler": "jobs:Handler.run", "database": "/srv/q.db", "max_attempts": 1},
+            {"handler": "jobs:handle", "keep_error_messages": True},
+        ],
+    )
+    def test_accepts_good_options(self, options: dict[str, object]) -> None:
+        check_options(options)
+
+    @pytest.mark.parametrize(("options", "key", "rule"), BAD_OPTIONS)
+    def test_bad_options_name_the_key_and_the_rule(
+        self, options: dict[str, object], key: str, rule: ConfigRule
+    ) -> None:
+        with pytest.raises(TaskSourceOptionError) as caught:
+            check_options(_with_handler(options, "jobs:handle"))
+        assert type(caught.value) is SourceOptionError
+        assert (caught.value.key, caught.value.rule) == (key, rule)
+
+    def test_imports_nothing(self) -> None:
+        """At start the supervisor must not import the application: neither does the check."""
+        before = set(sys.modules)
+        check_options({"handler": "cq_never_imported.jobs:handle", "database": "x.db"})
+        assert set(sys.modules) - before == set()
+
+    def test_the_handler_module_is_not_imported(self, root: Path) -> None:
+        """Importability is the worker's check: a handler that is not there passes here."""
+        check_options({"handler": "no_such_module_cq:f"})
+        assert not (root / "var").exists()  # nor is the database created or opened
+
+    def test_the_first_unknown_key_in_name_order(self) -> None:
+        """Unknown keys are reported before anything else, the same one every time."""
+        with pytest.raises(SourceOptionError) as caught:
+            check_options({"zeta": 1, "alpha": 2, "max_attempts": "x"})
+        assert (caught.value.key, caught.value.rule) == ("alpha", ConfigRule.UNKNOWN_KEY)
 
 
 class TestTasks:

@@ -414,11 +414,15 @@ def assert_start_refused(
     *,
     command: Sequence[str] = SUPERVISOR,
     env: Mapping[str, str] | None = None,
+    options: Sequence[str] = (),
 ) -> None:
     """``start`` is a configuration error naming ``key`` and ``rule`` (exit 6), refused
-    before anything was published."""
+    before anything was published. ``options`` are more of ``start``'s options.
+
+    stderr is that one line and nothing else: no log line either (the log format is JSON
+    on a pipe), so no ``worker.spawned``."""
     result = subprocess.run(
-        [*command, "start", "--root", str(root)],
+        [*command, "start", "--root", str(root), *options],
         env=env,
         capture_output=True,
         text=True,

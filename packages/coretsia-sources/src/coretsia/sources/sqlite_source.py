@@ -18,7 +18,11 @@ records a failed attempt (retried at once by the next free worker, until
 ``max_attempts``). The handler's return value is passed to ``complete`` and not stored.
 
 Each worker builds its own source (``make_source`` runs in the worker process, after the
-application's import path is set up), so the handler is imported there, once.
+application's import path is set up), so the handler is imported there, once. The rest of
+the options are checked earlier too: ``make_source.check_options`` (the SPI's optional
+check) runs in the supervisor at ``start`` and imports nothing, so a missing handler, a
+wrong type or an unknown key is ``worker-config-invalid`` before any worker spawns; only
+whether the handler imports and is callable is left to the worker.
 """
 
 from __future__ import annotations
@@ -31,8 +35,10 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Final
 
 from coretsia.sources.sqlite_queue import Message, QueueError, SqliteQueue, Waiter
+from coretsia.worker_protocol.catalogue import ConfigRule
+from coretsia.worker_protocol.task_source import TaskSourceOptionError
 
-if TYPE_CHECKING:  # the SPI is typing only: nothing of it is needed at run time
+if TYPE_CHECKING:  # of the SPI, only the option error is needed at run time
     from coretsia.worker_protocol.task_source import TaskSourceContext
 
 TASK_TYPE: Final = "queue"
@@ -43,18 +49,16 @@ RECHECK_SECONDS: Final = 5.0
 FALLBACK_RECHECK_SECONDS: Final = 1.0
 """Without notifications (no socket could be bound): how often an idle worker looks."""
 UNKNOWN_GENERATION: Final = "unknown"
-_OPTIONS: Final = frozenset({"database", "handler", "max_attempts"})
+_OPTIONS: Final = frozenset({"database", "handler", "max_attempts", "keep_error_messages"})
 
 Handler = Callable[[str], object]
 
 
-class SourceOptionError(ValueError):
-    """A ``[worker.source_options]`` key is missing or breaks a rule (the value is not shown)."""
+class SourceOptionError(TaskSourceOptionError):
+    """A ``[worker.source_options]`` key is missing or breaks a rule (the value is not shown).
 
-    def __init__(self, key: str, rule: str) -> None:
-        super().__init__(f"worker.source_options.{key}: {rule}")
-        self.key = key
-        self.rule = rule
+    The SPI's :class:`TaskSourceOptionError` under the name this module always raised.
+    """
 
 
 class SqliteTask:
@@ -173,7 +177,7 @@ class SqliteSource:
 
 
 def make_source(context: TaskSourceContext) -> SqliteSource:
-    """The factory named by the entry point: read and check the options, build the source.
+    """The factory named by the entry point: check the options, import the handler, build.
 
     Options come from ``context.options`` (``[worker.source_options]``) and the generation
     id from ``context.generation``; both are read with ``getattr`` so that a context
@@ -182,56 +186,85 @@ def make_source(context: TaskSourceContext) -> SqliteSource:
     if context.task_type != TASK_TYPE:
         raise ValueError(f"the sqlite source serves task_type {TASK_TYPE!r} only")
     options: Mapping[str, object] = getattr(context, "options", None) or {}
-    unknown = sorted(set(options) - _OPTIONS)
-    if unknown:
-        raise SourceOptionError(str(unknown[0]), "unknown option")
-    database = _database(options.get("database", DEFAULT_DATABASE))
-    handler = _resolve_handler(options.get("handler"))
-    max_attempts = options.get("max_attempts", DEFAULT_MAX_ATTEMPTS)
-    if type(max_attempts) is not int or max_attempts < 1:
-        raise SourceOptionError("max_attempts", "must be an integer of at least 1")
+    database, target, max_attempts = _parse_options(options)
+    handler = _import_handler(target)
     generation = getattr(context, "generation", UNKNOWN_GENERATION)
     if not isinstance(generation, str) or not generation:
         generation = UNKNOWN_GENERATION
-    return SqliteSource(
-        context, database, handler, generation=generation, max_attempts=max_attempts
-    )
+    # Relative to the project root, the worker's working directory. An absolute path is
+    # kept as it is: a database that outlives a project root, such as one handed from
+    # each release directory to the next. Generation ids are unique across roots, so the
+    # next root recovers what the previous one left leased; the roots must never run at
+    # the same time (one pool per database).
+    path = os.path.join(os.getcwd(), database)
+    return SqliteSource(context, path, handler, generation=generation, max_attempts=max_attempts)
+
+
+def check_options(options: Mapping[str, object]) -> None:
+    """Raise :class:`SourceOptionError` for the first option that breaks a rule.
+
+    The SPI's ``check_options``: the supervisor calls it at ``start``, where application
+    code is never imported, so it imports nothing and touches no file. ``make_source``
+    runs the same checks, then imports the handler.
+    """
+    _parse_options(options)
 
 
 make_source.task_type = TASK_TYPE  # type: ignore[attr-defined]
 """Read by the supervisor at ``start``: the task type this factory serves."""
+make_source.check_options = check_options  # type: ignore[attr-defined]
+"""Called by the supervisor at ``start`` with ``[worker.source_options]``."""
 
 
-def _database(value: object) -> str:
-    """The database path: relative to the project root (the worker's working directory).
+def _parse_options(options: Mapping[str, object]) -> tuple[str, str, int]:
+    """The database path, the handler's ``module:attr`` and ``max_attempts``, checked.
 
-    An absolute path is kept as it is: a database that outlives a project root, such as
-    one handed from each release directory to the next. Generation ids are unique across
-    roots, so the next root recovers what the previous one left leased; the roots must
-    never run at the same time (one pool per database).
+    Checks in a fixed order (unknown keys first), so one file always reports the same
+    error. Imports nothing: whether the handler imports is the worker's check.
     """
-    if not isinstance(value, str) or not value or "\0" in value:
-        raise SourceOptionError("database", "must be a non-empty path")
-    return os.path.join(os.getcwd(), value)
+    unknown = sorted(set(options) - _OPTIONS)
+    if unknown:
+        raise SourceOptionError(str(unknown[0]), ConfigRule.UNKNOWN_KEY)
+    database = options.get("database", DEFAULT_DATABASE)
+    if not isinstance(database, str):
+        raise SourceOptionError("database", ConfigRule.WRONG_TYPE)
+    if not database or "\0" in database:
+        raise SourceOptionError("database", ConfigRule.UNSAFE_PATH)
+    target = _handler_target(options.get("handler"))
+    max_attempts = options.get("max_attempts", DEFAULT_MAX_ATTEMPTS)
+    if type(max_attempts) is not int:  # not isinstance: a TOML boolean is an int too
+        raise SourceOptionError("max_attempts", ConfigRule.WRONG_TYPE)
+    if max_attempts < 1:
+        raise SourceOptionError("max_attempts", ConfigRule.OUT_OF_RANGE)
+    if type(options.get("keep_error_messages", False)) is not bool:
+        raise SourceOptionError("keep_error_messages", ConfigRule.WRONG_TYPE)
+    return database, target, max_attempts
 
 
-def _resolve_handler(target: object) -> Handler:
-    """Import ``module:attr.path`` and check it is callable."""
+def _handler_target(target: object) -> str:
+    """``handler`` present and shaped ``module:attr.path`` (dotted identifiers)."""
     if target is None:
-        raise SourceOptionError("handler", "is required (module:callable)")
+        raise SourceOptionError("handler", ConfigRule.REQUIRED)
     if not isinstance(target, str):
-        raise SourceOptionError("handler", "must be a string module:callable")
+        raise SourceOptionError("handler", ConfigRule.WRONG_TYPE)
     module_name, _, attr_path = target.partition(":")
-    if not module_name or not attr_path:
-        raise SourceOptionError("handler", "must be a string module:callable")
+    parts = [*module_name.split("."), *attr_path.split(".")]
+    if not all(part.isidentifier() for part in parts):
+        raise SourceOptionError("handler", ConfigRule.INVALID_TARGET)
+    return target
+
+
+def _import_handler(target: str) -> Handler:
+    """Import ``module:attr.path`` (shaped by :func:`_handler_target`) and check it is callable."""
+    module_name, _, attr_path = target.partition(":")
     try:
         handler: object = importlib.import_module(module_name)
         for part in attr_path.split("."):
             handler = getattr(handler, part)
     except (ImportError, AttributeError) as error:
-        raise SourceOptionError("handler", "cannot be imported") from error
+        raise SourceOptionError("handler", ConfigRule.INVALID_TARGET) from error
     if not callable(handler):
-        raise SourceOptionError("handler", "is not callable")
+        raise SourceOptionError("handler", ConfigRule.INVALID_TARGET)
     return handler
 
 
@@ -258,5 +291,6 @@ __all__ = [
     "SourceOptionError",
     "SqliteSource",
     "SqliteTask",
+    "check_options",
     "make_source",
 ]

@@ -21,17 +21,27 @@ Discovery is strict: with no source named, every entry of the source group is im
 read its ``task_type``, and one that cannot be imported fails the start
 (``worker-task-source-unresolvable``): it might be the very source meant to serve, and
 skipping it could silently run another one. Naming the source imports that entry only.
+
+The chosen installed source's ``check_options`` (optional, see
+:mod:`coretsia.worker_protocol.task_source`) runs here too, so a broken
+``[worker.source_options]`` is ``worker-config-invalid`` before anything is published or
+spawned, not a worker failure. An application's own ``module:factory`` is never imported
+here (artifact-only boot: only workers import the application), so its options are
+checked by its factory, in the workers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Final
 
 from coretsia.supervisor.config import HOOK_KINDS, PoolConfig
 from coretsia.supervisor.entry_points import EntryPoint, entry_points
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerStartFailedError
+from coretsia.worker_protocol.task_source import TaskSourceOptionError
 from coretsia.worker_protocol.vocabulary import MAX_WORKERS
 
 SOURCE_GROUP: Final = "coretsia.worker.task_sources"
@@ -50,25 +60,52 @@ def _serves(entry: EntryPoint, task_type: str) -> bool:
 
 
 def resolve_task_source(config: PoolConfig) -> str:
-    """The ``module:attr`` every worker of this generation imports as its source factory."""
+    """The ``module:attr`` every worker of this generation imports as its source factory.
+
+    An installed source's options are checked on the way (:func:`check_source_options`).
+    """
     selected = config.task_source
     if selected is not None and ":" in selected:
         return selected  # the application's own factory, imported by the workers only
+    entry = _installed_source(config.task_type.value, selected)
+    check_source_options(_load(entry), config.options)
+    return entry.value
+
+
+def _installed_source(task_type: str, selected: str | None) -> EntryPoint:
     installed = list(entry_points(group=SOURCE_GROUP))
-    task_type = config.task_type.value
     if selected is not None:
         named = [e for e in installed if e.name == selected]
         if len(named) > 1:
             raise WorkerStartFailedError(Reason.TASK_SOURCE_AMBIGUOUS)
         if not named or not _serves(named[0], task_type):
             raise WorkerStartFailedError(Reason.TASK_SOURCE_MISSING)
-        return named[0].value
+        return named[0]
     serving = [e for e in installed if _serves(e, task_type)]
     if not serving:
         raise WorkerStartFailedError(Reason.TASK_SOURCE_MISSING)
     if len(serving) > 1:
         raise WorkerStartFailedError(Reason.TASK_SOURCE_AMBIGUOUS)
-    return serving[0].value
+    return serving[0]
+
+
+def check_source_options(factory: object, options: Mapping[str, object]) -> None:
+    """Run the factory's ``check_options`` on a read-only copy of the options, if it has one.
+
+    A :class:`TaskSourceOptionError` is the configuration error of
+    ``worker.source_options.<key>`` with the source's rule (exit 6); any other exception
+    means the source itself is broken: ``worker-task-source-unresolvable``, the exception
+    kept only as the cause (never printed unless ``CORETSIA_DEBUG=1``).
+    """
+    check = getattr(factory, "check_options", None)
+    if check is None:
+        return
+    try:
+        check(MappingProxyType(dict(options)))
+    except TaskSourceOptionError as exc:
+        raise WorkerConfigError(f"worker.source_options.{exc.key}", exc.rule) from exc
+    except Exception as exc:
+        raise WorkerStartFailedError(Reason.TASK_SOURCE_UNRESOLVABLE) from exc
 
 
 def resolve_hooks(config: PoolConfig) -> dict[str, list[str]]:

@@ -119,6 +119,7 @@ class ConfigRule(str, enum.Enum):
     FILE_UNREADABLE = "file-unreadable"
     NOT_TOML = "not-toml"
     UNKNOWN_KEY = "unknown-key"
+    REQUIRED = "required"
     WRONG_TYPE = "wrong-type"
     OUT_OF_RANGE = "out-of-range"
     NOT_ONE_OF = "not-one-of"

@@ -22,12 +22,39 @@ The contract, in the order the worker uses it:
 4. The worker runs ``task.run()`` as one unit of work, then settles it exactly once:
    ``task.complete(result)`` on success, ``task.fail(error)`` with the original exception
    on failure. A failing ``complete`` never triggers ``fail``.
+
+Before all of that, at ``start``, the supervisor may check the options. A factory may
+carry an attribute ``check_options``: a callable taking the ``[worker.source_options]``
+mapping (read-only) and returning ``None``, or raising :class:`TaskSourceOptionError`
+with the option's ``key`` and the broken :class:`~coretsia.worker_protocol.catalogue.ConfigRule`.
+For an installed source (an entry point, whose factory ``start`` imports anyway) the
+supervisor calls it before any generation is published or worker spawned, and reports
+``worker-config-invalid`` (exit 6) naming ``worker.source_options.<key>`` and the rule,
+like any other configuration error. Any other exception from it is a broken source, not
+a broken configuration: ``start`` fails with ``worker-task-source-unresolvable`` (exit 1,
+the exception kept as the cause, shown only with ``CORETSIA_DEBUG=1``). The check runs in
+the supervisor, which never imports application code: it must not import any (no
+handler, no plugin), nor open files or connections; what needs an import stays the
+factory's check, in the worker. An application's own ``module:factory`` is not imported
+at ``start``, so its check is not called there: its options are checked by the factory,
+in the workers, as before. A factory may call its own ``check_options`` too, so each rule
+is written once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
+
+from coretsia.worker_protocol.catalogue import ConfigRule
+
+__all__ = [
+    "Task",
+    "TaskSource",
+    "TaskSourceContext",
+    "TaskSourceFactory",
+    "TaskSourceOptionError",
+]
 
 
 @runtime_checkable
@@ -100,3 +127,24 @@ class TaskSource(Protocol):
 
 TaskSourceFactory = Callable[[TaskSourceContext], TaskSource]
 """The shape of ``module:factory`` named by an entry point or ``task_source``."""
+
+
+class TaskSourceOptionError(ValueError):
+    """Raised by a factory's ``check_options`` (or the factory) when an option breaks a rule.
+
+    ``key`` is the option's key inside ``[worker.source_options]`` (``handler``, not
+    ``worker.source_options.handler``); ``rule`` is a :class:`ConfigRule` (a ``str``:
+    ``required``, ``unknown-key``, ``wrong-type``, ``out-of-range``, ``invalid-target``...),
+    the same closed vocabulary as every other configuration error, so what reaches the
+    operator is a token of ours and never a value. A ``rule`` that is no rule's token is
+    the source's programming error and raises :class:`ValueError` at once.
+    """
+
+    def __init__(self, key: str, rule: ConfigRule | str) -> None:
+        checked = ConfigRule(rule)
+        super().__init__(f"worker.source_options.{key}: {checked.value}")
+        self.key: str = key
+        self.rule: ConfigRule = checked
+
+    def __reduce__(self) -> tuple[type[TaskSourceOptionError], tuple[str, ConfigRule]]:
+        return (type(self), (self.key, self.rule))
