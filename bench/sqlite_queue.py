@@ -119,7 +119,8 @@ def boot(db: Path, workers: int, boots: int) -> list[float]:
     times = []
     try:
         for proc in churn:
-            assert proc.stdout is not None and proc.stdin is not None
+            assert proc.stdout is not None
+            assert proc.stdin is not None
             assert proc.stdout.readline().strip() == "ready"
             proc.stdin.write("go\n")
             proc.stdin.flush()
