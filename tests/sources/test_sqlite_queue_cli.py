@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -160,3 +161,214 @@ def test_the_console_script_is_installed(short_dir: Path) -> None:
     )
     assert (stats.returncode, stats.stderr) == (0, "")
     assert stats.stdout == '{"done":0,"failed":0,"in_flight":0,"pending":2}\n'
+
+
+def _with_failures(db: Path) -> None:
+    """Messages 1..4: 1 done, 2 and 3 failed (one with a message that needs escaping), 4 pending."""
+    with SqliteQueue(db) as queue:
+        queue.enqueue(["secret-1", "secret-2", "secret-3", "secret-4"])
+        done = queue.lease("g")
+        assert done is not None
+        queue.ack(done)
+        for error in ("ValueError", "mymod.Refused: bad\n\x1b[31mred"):
+            message = queue.lease("g")
+            assert message is not None
+            queue.fail(message, 1, error=error)
+
+
+class TestFailed:
+    def test_text_lists_id_attempts_utc_time_and_error_never_the_payload(
+        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _with_failures(db)
+        code, out, err = _run(["failed", "--db", str(db)], capsys, monkeypatch)
+        assert (code, err) == (0, "")
+        lines = out.splitlines()
+        assert len(lines) == 2
+        first, second = (line.split("\t") for line in lines)
+        assert first[:2] == ["2", "1"]
+        assert first[3] == "ValueError"
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", first[2])
+        assert second[3] == "mymod.Refused: bad\\n\\x1b[31mred"  # no control characters
+        assert "secret" not in out
+
+    def test_json(
+        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _with_failures(db)
+        code, out, _ = _run(["failed", "--db", str(db), "--json"], capsys, monkeypatch)
+        assert code == 0
+        rows = json.loads(out)
+        assert [(r["id"], r["attempts"], r["last_error"]) for r in rows] == [
+            (2, 1, "ValueError"),
+            (3, 1, "mymod.Refused: bad\n\x1b[31mred"),
+        ]
+        assert all(sorted(r) == ["attempts", "id", "last_error", "settled_at"] for r in rows)
+        assert rows[0]["settled_at"].endswith("Z")
+        assert "secret" not in out
+
+    def test_none_failed(
+        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        SqliteQueue(db).close()
+        assert _run(["failed", "--db", str(db)], capsys, monkeypatch) == (0, "", "")
+        assert _run(["failed", "--db", str(db), "--json"], capsys, monkeypatch) == (0, "[]\n", "")
+
+
+class TestRetry:
+    def test_ids_retry_the_failed_and_report_the_rest(
+        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _with_failures(db)
+        code, out, err = _run(["retry", "--db", str(db), "3", "1", "77"], capsys, monkeypatch)
+        assert (code, out) == (1, "retried 1\n")
+        assert err == (
+            "coretsia-sqlite-queue: error: no message 77\n"
+            "coretsia-sqlite-queue: error: message 1 is not failed\n"
+        )
+        with SqliteQueue(db) as queue:
+            assert queue.stats() == {"pending": 2, "in_flight": 0, "done": 1, "failed": 1}
+
+    def test_all(
+        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _with_failures(db)
+        assert _run(["retry", "--db", str(db), "--all"], capsys, monkeypatch) == (
+            0,
+            "retried 2\n",
+            "",
+        )
+        with SqliteQueue(db) as queue:
+            assert queue.stats() == {"pending": 3, "in_flight": 0, "done": 1, "failed": 0}
+            assert {m.attempts for m in iter(lambda: queue.lease("g"), None)} == {0}
+
+    @pytest.mark.parametrize("tail", [[], ["--all", "2"], ["0"], ["x"]])
+    def test_ids_or_all_is_a_usage_error(
+        self,
+        db: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+        tail: list[str],
+    ) -> None:
+        _with_failures(db)
+        code, out, err = _run(["retry", "--db", str(db), *tail], capsys, monkeypatch)
+        assert (code, out) == (2, "")
+        assert "usage" in err
+        with SqliteQueue(db) as queue:
+            assert queue.stats()["failed"] == 2
+
+
+class TestPurge:
+    @pytest.mark.parametrize(
+        ("flag", "count", "left"), [("--done", 1, "failed"), ("--failed", 2, "done")]
+    )
+    def test_deletes_one_state_and_prints_the_count(
+        self,
+        db: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+        flag: str,
+        count: int,
+        left: str,
+    ) -> None:
+        _with_failures(db)
+        assert _run(["purge", "--db", str(db), flag], capsys, monkeypatch) == (
+            0,
+            f"purged {count}\n",
+            "",
+        )
+        with SqliteQueue(db) as queue:
+            stats = queue.stats()
+        assert stats["pending"] == 1
+        assert stats[left] > 0
+        assert stats[flag[2:]] == 0
+
+    @pytest.mark.parametrize("tail", [[], ["--done", "--failed"]])
+    def test_exactly_one_state_is_a_usage_error(
+        self,
+        db: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+        tail: list[str],
+    ) -> None:
+        code, out, err = _run(["purge", "--db", str(db), *tail], capsys, monkeypatch)
+        assert (code, out) == (2, "")
+        assert "usage" in err
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["failed"], ["failed", "--json"], ["retry", "--all"], ["retry", "1"], ["purge", "--done"]],
+)
+def test_the_operator_commands_never_create_a_database(
+    db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    code, out, err = _run([argv[0], "--db", str(db), *argv[1:]], capsys, monkeypatch)
+    assert (code, out) == (1, "")
+    assert err == "coretsia-sqlite-queue: error: the queue database does not exist\n"
+    assert not db.exists()
+    assert not db.parent.exists()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+def test_files_and_directories_are_private_whatever_the_umask(short_dir: Path, umask: int) -> None:
+    """The console script (and a worker's waiter and lock) create 0600 files and 0700 dirs."""
+    script = Path(sys.executable).with_name("coretsia-sqlite-queue")
+    existing = short_dir / "mine"
+    existing.mkdir(mode=0o755)
+    existing.chmod(0o755)
+    db = existing / "a" / "b" / "q.sqlite3"
+    enqueued = subprocess.run(
+        [str(script), "enqueue", "--db", str(db), "job"],
+        capture_output=True,
+        text=True,
+        umask=umask,
+        timeout=30,
+        check=False,
+    )
+    assert (enqueued.returncode, enqueued.stderr) == (0, "")
+    worker = (
+        "import json, os, sys\n"
+        "from coretsia.sources.sqlite_queue import SqliteQueue\n"
+        "with SqliteQueue(sys.argv[1], synchronous='NORMAL') as queue:\n"
+        "    waiter = queue.waiter()\n"
+        "    assert queue.lease('gen') is not None\n"
+        "    paths = [queue.path + '-wal', queue.path + '-shm',\n"
+        "             queue.generations_dir + '/gen.lock']\n"
+        "    print(json.dumps({os.path.basename(p): os.stat(p).st_mode & 0o777 for p in paths}))\n"
+        "    waiter.close()\n"
+    )
+    leased = subprocess.run(
+        [sys.executable, "-c", worker, str(db)],
+        capture_output=True,
+        text=True,
+        umask=umask,
+        timeout=30,
+        check=False,
+    )
+    assert (leased.returncode, leased.stderr) == (0, "")
+    # While open (SQLite removes -wal and -shm when the last connection closes):
+    assert json.loads(leased.stdout) == {
+        "q.sqlite3-wal": 0o600,
+        "q.sqlite3-shm": 0o600,
+        "gen.lock": 0o600,
+    }
+    modes = {
+        path.name: path.stat().st_mode & 0o777
+        for path in (
+            existing,
+            existing / "a",
+            existing / "a" / "b",
+            db,
+            db.with_name("q.sqlite3.notify"),
+            db.with_name("q.sqlite3.generations"),
+        )
+    }
+    assert modes == {
+        "mine": 0o755,  # the user's own directory is left as it was
+        "a": 0o700,
+        "b": 0o700,
+        "q.sqlite3": 0o600,
+        "q.sqlite3.notify": 0o700,
+        "q.sqlite3.generations": 0o700,
+    }
