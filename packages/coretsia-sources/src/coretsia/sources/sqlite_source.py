@@ -262,9 +262,11 @@ def _database(value: object) -> str:
     """The database path: relative to the project root (the worker's working directory).
 
     An absolute path is kept as it is: a database that outlives a project root, such as
-    one handed from each release directory to the next. Generation ids are unique across
-    roots, so the next root recovers what the previous one left leased; the roots must
-    never run at the same time (one pool per database).
+    one handed from each release directory to the next, or one shared by several pools.
+    Generation ids are unique across roots, and a lease is recovered only once no live
+    worker holds its generation's lock file, so the next root recovers what a dead one
+    left leased and never what a running one holds (where ``flock`` is missing, not
+    POSIX, the roots must never run at the same time).
     """
     if not isinstance(value, str) or not value or "\0" in value:
         raise SourceOptionError("database", "must be a non-empty path")
