@@ -31,6 +31,32 @@ def _run(
     return code, out, err
 
 
+SCRIPT = str(Path(sys.executable).with_name("coretsia-sqlite-queue"))
+"""The installed console script, as an operator runs it."""
+
+
+def _process(
+    argv: list[str],
+    *,
+    stdin: str | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    umask: int = -1,
+) -> subprocess.CompletedProcess[str]:
+    """Run a real process, output captured, bounded by a timeout."""
+    return subprocess.run(
+        argv,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        umask=umask,
+        timeout=30,
+        check=False,
+    )
+
+
 def _payloads(db: Path) -> list[str]:
     with SqliteQueue(db) as queue:
         return [m.payload for m in iter(lambda: queue.lease("cli-test"), None)]
@@ -137,28 +163,15 @@ def test_usage_errors_exit_2(
 
 def test_the_console_script_is_installed(short_dir: Path) -> None:
     """The real executable, as an operator runs it: stdin in, JSON stats out."""
-    script = Path(sys.executable).with_name("coretsia-sqlite-queue")
     env = {**os.environ, "PYTHONWARNINGS": "error"}
-    enqueued = subprocess.run(
-        [str(script), "enqueue", "--db", "var/q.sqlite3"],
-        input="job-1\njob-2\n",
-        capture_output=True,
-        text=True,
+    enqueued = _process(
+        [SCRIPT, "enqueue", "--db", "var/q.sqlite3"],
+        stdin="job-1\njob-2\n",
         cwd=short_dir,
         env=env,
-        timeout=30,
-        check=False,
     )
     assert (enqueued.returncode, enqueued.stdout, enqueued.stderr) == (0, "enqueued 2\n", "")
-    stats = subprocess.run(
-        [str(script), "stats", "--db", "var/q.sqlite3", "--json"],
-        capture_output=True,
-        text=True,
-        cwd=short_dir,
-        env=env,
-        timeout=30,
-        check=False,
-    )
+    stats = _process([SCRIPT, "stats", "--db", "var/q.sqlite3", "--json"], cwd=short_dir, env=env)
     assert (stats.returncode, stats.stderr) == (0, "")
     assert stats.stdout == '{"done":0,"failed":0,"in_flight":0,"pending":2}\n'
 
@@ -242,21 +255,6 @@ class TestRetry:
             assert queue.stats() == {"pending": 3, "in_flight": 0, "done": 1, "failed": 0}
             assert {m.attempts for m in iter(lambda: queue.lease("g"), None)} == {0}
 
-    @pytest.mark.parametrize("tail", [[], ["--all", "2"], ["0"], ["x"]])
-    def test_ids_or_all_is_a_usage_error(
-        self,
-        db: Path,
-        capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch,
-        tail: list[str],
-    ) -> None:
-        _with_failures(db)
-        code, out, err = _run(["retry", "--db", str(db), *tail], capsys, monkeypatch)
-        assert (code, out) == (2, "")
-        assert "usage" in err
-        with SqliteQueue(db) as queue:
-            assert queue.stats()["failed"] == 2
-
 
 class TestPurge:
     @pytest.mark.parametrize(
@@ -283,17 +281,32 @@ class TestPurge:
         assert stats[left] > 0
         assert stats[flag[2:]] == 0
 
-    @pytest.mark.parametrize("tail", [[], ["--done", "--failed"]])
-    def test_exactly_one_state_is_a_usage_error(
-        self,
-        db: Path,
-        capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch,
-        tail: list[str],
-    ) -> None:
-        code, out, err = _run(["purge", "--db", str(db), *tail], capsys, monkeypatch)
-        assert (code, out) == (2, "")
-        assert "usage" in err
+
+@pytest.mark.parametrize(
+    ("command", "tail"),
+    [
+        ("retry", []),
+        ("retry", ["--all", "2"]),
+        ("retry", ["0"]),
+        ("retry", ["x"]),
+        ("purge", []),
+        ("purge", ["--done", "--failed"]),
+    ],
+)
+def test_retry_and_purge_usage_errors_change_nothing(
+    db: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    tail: list[str],
+) -> None:
+    """Ids or --all (positive integers) for retry; exactly one state for purge."""
+    _with_failures(db)
+    code, out, err = _run([command, "--db", str(db), *tail], capsys, monkeypatch)
+    assert (code, out) == (2, "")
+    assert "usage" in err
+    with SqliteQueue(db) as queue:
+        assert queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 2}
 
 
 @pytest.mark.parametrize(
@@ -313,19 +326,11 @@ def test_the_operator_commands_never_create_a_database(
 @pytest.mark.parametrize("umask", [0o022, 0o000])
 def test_files_and_directories_are_private_whatever_the_umask(short_dir: Path, umask: int) -> None:
     """The console script (and a worker's waiter and lock) create 0600 files and 0700 dirs."""
-    script = Path(sys.executable).with_name("coretsia-sqlite-queue")
     existing = short_dir / "mine"
     existing.mkdir(mode=0o755)
     existing.chmod(0o755)
     db = existing / "a" / "b" / "q.sqlite3"
-    enqueued = subprocess.run(
-        [str(script), "enqueue", "--db", str(db), "job"],
-        capture_output=True,
-        text=True,
-        umask=umask,
-        timeout=30,
-        check=False,
-    )
+    enqueued = _process([SCRIPT, "enqueue", "--db", str(db), "job"], umask=umask)
     assert (enqueued.returncode, enqueued.stderr) == (0, "")
     worker = (
         "import json, os, sys\n"
@@ -338,14 +343,7 @@ def test_files_and_directories_are_private_whatever_the_umask(short_dir: Path, u
         "    print(json.dumps({os.path.basename(p): os.stat(p).st_mode & 0o777 for p in paths}))\n"
         "    waiter.close()\n"
     )
-    leased = subprocess.run(
-        [sys.executable, "-c", worker, str(db)],
-        capture_output=True,
-        text=True,
-        umask=umask,
-        timeout=30,
-        check=False,
-    )
+    leased = _process([sys.executable, "-c", worker, str(db)], umask=umask)
     assert (leased.returncode, leased.stderr) == (0, "")
     # While open (SQLite removes -wal and -shm when the last connection closes):
     assert json.loads(leased.stdout) == {

@@ -204,7 +204,7 @@ class TestTasks:
         """``settled_state`` and ``message.attempts``; last_error keeps the type only by default."""
         source, _ = build(handler=f"{handlers}:explode", max_attempts=2, **options)
         source.queue.enqueue(["x"])
-        states = []
+        states: list[str | None] = []
         for attempt in range(2):
             task = source.receive()
             assert task is not None

@@ -59,52 +59,58 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    enqueue = commands.add_parser(
+    enqueue = _command(
+        commands,
         "enqueue",
-        help="add messages",
-        description="Add messages; with no PAYLOAD (or for '-') read them from stdin, "
-        "one per line.",
+        "add messages",
+        "Add messages; with no PAYLOAD (or for '-') read them from stdin, one per line.",
     )
-    enqueue.add_argument("--db", required=True, metavar="PATH", help="the queue database")
     enqueue.add_argument("payloads", nargs="*", metavar="PAYLOAD", help="a message payload")
-
-    stats = commands.add_parser(
+    stats = _command(
+        commands,
         "stats",
-        help="show the count of messages in each state",
-        description="Show how many messages are pending, in flight, done and failed.",
+        "show the count of messages in each state",
+        "Show how many messages are pending, in flight, done and failed.",
     )
-    stats.add_argument("--db", required=True, metavar="PATH", help="the queue database")
     stats.add_argument("--json", action="store_true", help="one JSON object, sorted keys")
-
-    failed = commands.add_parser(
+    failed = _command(
+        commands,
         "failed",
-        help="list the messages that failed for good",
-        description="List failed messages: id, attempts, failure time (UTC) and last error; "
-        "never the payload.",
+        "list the messages that failed for good",
+        "List failed messages: id, attempts, failure time (UTC) and last error; never the payload.",
     )
-    failed.add_argument("--db", required=True, metavar="PATH", help="the queue database")
     failed.add_argument("--json", action="store_true", help="one JSON array of objects")
-
-    retry = commands.add_parser(
+    retry = _command(
+        commands,
         "retry",
-        help="put failed messages back to pending",
-        description="Put failed messages back to pending, attempts reset to 0. Ids that are "
-        "unknown or not failed are reported on stderr (exit 1); the others are retried.",
+        "put failed messages back to pending",
+        "Put failed messages back to pending, attempts reset to 0. Ids that are unknown or "
+        "not failed are reported on stderr (exit 1); the others are retried.",
     )
-    retry.add_argument("--db", required=True, metavar="PATH", help="the queue database")
     retry.add_argument("ids", nargs="*", type=_message_id, metavar="ID", help="a message id")
     retry.add_argument("--all", action="store_true", help="every failed message")
-
-    purge = commands.add_parser(
+    purge = _command(
+        commands,
         "purge",
-        help="delete done or failed messages",
-        description="Delete every done (or failed) message; print how many.",
+        "delete done or failed messages",
+        "Delete every done (or failed) message; print how many.",
     )
-    purge.add_argument("--db", required=True, metavar="PATH", help="the queue database")
     which = purge.add_mutually_exclusive_group(required=True)
     which.add_argument("--done", action="store_const", const="done", dest="state")
     which.add_argument("--failed", action="store_const", const="failed", dest="state")
     return parser
+
+
+def _command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    summary: str,
+    description: str,
+) -> argparse.ArgumentParser:
+    """A subcommand; every one works on the database named by ``--db``."""
+    command = commands.add_parser(name, help=summary, description=description)
+    command.add_argument("--db", required=True, metavar="PATH", help="the queue database")
+    return command
 
 
 def _message_id(text: str) -> int:
