@@ -20,13 +20,17 @@ Parts (``--only``, comma-separated; default ``throughput,io``; ``--soak`` adds
   the mean).
 * ``io``: 200 tasks that sleep 50 ms on 4 workers, both sides: the fraction of ideal
   parallel throughput (ideal = 200 x 50 ms / 4 = 2.5 s over the measured window).
-* ``soak``: 20,000 no-op tasks through 4 workers with ``max_requests = 50`` (recycling),
-  one worker SIGKILLed mid-run (the pool fails by design), the pool started again to
-  finish; checks nothing lost (every payload ran and is ``done``) and nothing settled
-  twice, the per-process attempt maximum (<= max_requests + 1), recycles, and the
-  spawn-to-ready times of recycled workers from the JSON log.
-* ``two-pools``: two roots with one database draining together; counts the messages run
-  by both pools at overlapping times (must be 0).
+* ``soak``: 20,000 no-op tasks through 4 workers with ``max_requests = 50`` (recycling);
+  a quarter in, the worker running the one marked task (it sleeps, holding its lease) is
+  SIGKILLed, so the kill lands mid-task by construction; the pool fails by design (an
+  unexpected worker exit) and is started again to finish. Checks: nothing lost (every
+  payload's handler ran to its end, ``stats()`` says all ``done``), nothing settled twice,
+  the killed lease recovered once, the per-process attempt maximum (<= max_requests + 1),
+  recycles, and the spawn-to-ready times of recycled workers from the JSON log.
+* ``two-pools``: two roots (2 workers each, ``max_requests = 25``, 10 ms tasks) on one
+  database (an absolute ``database`` path) draining 2,000 messages together; counts the
+  messages run by both pools, those run by both at overlapping times (must be 0), and
+  how each pool ended.
 
 Every wait is bounded (``DEADLINE_S``); every process started here is killed by pid (its
 tree, and whatever runs in its root) at the end, whatever happens.
@@ -503,10 +507,12 @@ def _db_rows(db: Path) -> dict[str, int]:
 def soak(results: Results, tasks: int) -> None:
     """Recycling pool, one worker SIGKILLed mid-run, restarted, drained; nothing lost."""
     root = make_root()
-    write_config(root, SOAK_WORKERS, "app:noop", max_requests=SOAK_MAX_REQUESTS)
+    write_config(root, SOAK_WORKERS, "app:soak", max_requests=SOAK_MAX_REQUESTS)
     db = root / "var" / "queue.sqlite3"
+    victim_at = tasks // 4
+    expected = {f"s{i}" if i != victim_at else f"s{i}!" for i in range(tasks)}
     with SqliteQueue(db) as queue:
-        queue.enqueue(f"s{i}" for i in range(tasks))
+        queue.enqueue(sorted(expected, key=lambda p: int(p[1:].rstrip("!"))))
     records_path = root / "records.log"
     out: dict[str, Any] = {"tasks": tasks, "workers": SOAK_WORKERS}
     out["max_requests"] = SOAK_MAX_REQUESTS
@@ -517,18 +523,18 @@ def soak(results: Results, tasks: int) -> None:
             root,
             root / "supervisor-1.log",
         )
-        deadline = time.monotonic() + DEADLINE_S
+        victim_file = root / "victim.pid"
         wait_until(
-            lambda: first.poll() is not None or line_count(records_path) >= tasks // 4,
-            deadline,
-            "a quarter of the soak",
+            lambda: first.poll() is not None or victim_file.exists(),
+            time.monotonic() + DEADLINE_S,
+            "the victim task (a quarter into the soak)",
         )
         if first.poll() is not None:
             raise RuntimeError(f"the soak pool exited early with {first.returncode}")
-        victims = _launcher_pids(first)
-        if not victims:
-            raise RuntimeError("no worker to kill")
-        victim = victims[0]
+        time.sleep(0.2)  # the others go on meanwhile: the kill lands in a busy pool
+        victim = int(victim_file.read_text().split()[0])
+        if victim not in _launcher_pids(first):
+            raise RuntimeError(f"the victim {victim} is not one of the pool's workers")
         os.kill(victim, signal.SIGKILL)
         out["killed_pid"] = victim
         out["killed_after_records"] = line_count(records_path)
@@ -561,7 +567,6 @@ def soak(results: Results, tasks: int) -> None:
         records = read_records(records_path)
         per_payload = Counter(r.payload for r in records)
         per_process = Counter(r.pid for r in records)
-        expected = {f"s{i}" for i in range(tasks)}
         out["records"] = len(records)
         out["lost"] = len(expected - per_payload.keys())
         out["ran_twice"] = sorted(p for p, c in per_payload.items() if c > 1)
@@ -614,8 +619,11 @@ def two_pools(results: Results, tasks: int) -> None:
         with SqliteQueue(db, create=False) as queue:
             out["stats"] = queue.stats()
         runs: dict[str, list[tuple[int, Record]]] = defaultdict(list)
+        out["records_per_pool"] = []
         for index, root in enumerate(roots):
-            for record in read_records(root / "records.log"):
+            records = read_records(root / "records.log")
+            out["records_per_pool"].append(len(records))
+            for record in records:
                 runs[record.payload].append((index, record))
         concurrent = 0
         by_both = 0
@@ -631,8 +639,11 @@ def two_pools(results: Results, tasks: int) -> None:
         out["ran_by_both"] = by_both
         out["ran_by_both_concurrently"] = concurrent
         out["ran_twice"] = sum(1 for entries in runs.values() if len(entries) > 1)
-        out["lost"] = tasks - len(runs)
-        out["failures"] = [_failure_reasons(read_events(r / "supervisor.log"))[-3:] for r in roots]
+        out["not_run"] = tasks - len(runs)  # still in the database: pending, not lost
+        out["failures"] = [
+            [e for e in _failure_reasons(read_events(r / "supervisor.log")) if "pool.failed" in e]
+            for r in roots
+        ]
     finally:
         for proc, proc_root in list(_STARTED):
             if proc_root in roots:
@@ -708,9 +719,10 @@ def _soak_rows(s: dict[str, Any]) -> list[str]:
         f"{'pass' if ok_lost else '**FAIL**'} |",
         f"| stats() at the end | {s['stats']} | done = {s['tasks']}: "
         f"{'pass' if s['done_equals_tasks'] else '**FAIL**'} |",
-        f"| handler ran twice (at least once: ran, killed before its ack) | "
-        f"{len(s['ran_twice'])} {s['ran_twice'][:5]} | <= 1 expected |",
-        f"| rows with attempts > 0 (recovered leases) | {s['db']['retried_rows']} | |",
+        f"| handler ran to its end twice | {len(s['ran_twice'])} {s['ran_twice'][:5]} "
+        "| 0 expected (the victim never reached its end) |",
+        f"| rows with attempts > 0 (recovered leases) | {s['db']['retried_rows']} "
+        "| 1 expected (the victim's) |",
         f"| settled twice | 0 possible: done rows {s['db']['done']} = distinct payloads "
         f"{s['tasks'] - s['lost']}, task.failed events {s['task_failed_events']} | |",
         f"| attempts per process, max | {s['max_per_process']} | <= max_requests + 1 = "
@@ -731,9 +743,15 @@ def _pair_rows(p: dict[str, Any]) -> list[str]:
         "|---|---|---|",
         f"| run by both pools at overlapping times | {p['ran_by_both_concurrently']} | = 0: "
         f"{verdict} |",
-        f"| run by both pools / run twice / lost | {p['ran_by_both']} / {p['ran_twice']} / "
-        f"{p['lost']} | |",
-        f"| exit status of the two supervisors | {p['exit_status']} | |",
+        f"| run by both pools / run twice / never run | {p['ran_by_both']} / "
+        f"{p['ran_twice']} / {p['not_run']} | never run: left pending when both exited |",
+        f"| tasks run per pool | {p['records_per_pool']} | both drained |",
+        f"| exit status of the two supervisors | {p['exit_status']} | [0, 0] |",
+        *(
+            f"| pool {i + 1} failed | {'; '.join(reasons)} | |"
+            for i, reasons in enumerate(p["failures"])
+            if reasons
+        ),
         f"| stats() at the end | {p['stats']} | |",
         "",
     ]

@@ -27,6 +27,7 @@ import time
 _HERE = os.path.dirname(os.path.abspath(__file__))
 RECORDS = os.path.join(_HERE, "records.log")
 PROBE = os.path.join(_HERE, "probe.log")
+VICTIM = os.path.join(_HERE, "victim.pid")
 _probed = False
 
 
@@ -92,3 +93,18 @@ def sleep10(payload: str) -> None:
     """The two-pool scenario's task: 10 ms, long enough for leases to overlap a recovery."""
     _probe()
     run_sleep(payload, 0.01)
+
+
+def soak(payload: str) -> None:
+    """The soak's no-op task; the one payload ending in ``!`` is where a worker is killed.
+
+    That task writes its pid to ``victim.pid`` and sleeps, holding its lease, until the
+    benchmark SIGKILLs it: the kill lands mid-task by construction, not by chance. Once
+    ``victim.pid`` exists (the rerun after recovery) it is a no-op like the others.
+    """
+    _probe()
+    start = time.monotonic()
+    if payload.endswith("!") and not os.path.exists(VICTIM):
+        _append(VICTIM, f"{os.getpid()}\n")
+        time.sleep(120)
+    _record(payload, start)
