@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 
 from coretsia.sources.sqlite_queue import (
+    INTERRUPTED,
     LeaseLostError,
     Message,
     QueueError,
+    Retried,
     SqliteQueue,
 )
 
@@ -23,6 +25,10 @@ from coretsia.sources.sqlite_queue import (
 def queue(short_dir: Path) -> Iterator[SqliteQueue]:
     with SqliteQueue(short_dir / "var" / "q.sqlite3") as q:
         yield q
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
 
 
 def _counts(pending: int = 0, in_flight: int = 0, done: int = 0, failed: int = 0) -> dict[str, int]:
@@ -208,13 +214,15 @@ class TestSettlement:
 
 
 class TestRecover:
-    def test_recovers_only_other_generations(self, queue: SqliteQueue) -> None:
+    """Leases of dead generations come back; live ones, of any generation, never do."""
+
+    def test_recovers_only_dead_generations(self, queue: SqliteQueue) -> None:
         queue.enqueue(["old-1", "old-2", "current", "other"])
-        old = [queue.lease("old"), queue.lease("old")]
-        current = queue.lease("current")
-        other = queue.lease("older")
+        with SqliteQueue(queue.path) as dead:  # a worker that leases, then is gone
+            old = [dead.lease("old"), dead.lease("old")]
+            current = queue.lease("current")
+            other = dead.lease("older")
         assert current is not None
-        assert other is not None
         assert queue.recover("current") == 3
         assert queue.stats() == _counts(pending=3, in_flight=1)
         queue.ack(current)  # the current generation's lease is untouched
@@ -226,9 +234,42 @@ class TestRecover:
         assert again == ["old-1", "old-2", "other"]
         assert queue.recover("current") == 0
 
+    def test_a_live_generation_of_another_pool_is_left_alone(self, queue: SqliteQueue) -> None:
+        """An open queue holds its generation's lock: no recoverer takes its lease."""
+        queue.enqueue(["a"])
+        with SqliteQueue(queue.path) as other_pool:
+            live = other_pool.lease("pool-b")
+            assert live is not None
+            assert queue.recover("pool-a") == 0
+            assert queue.stats() == _counts(in_flight=1)
+            other_pool.ack(live)
+        assert queue.stats() == _counts(done=1)
+
+    def test_a_generation_is_dead_once_its_last_holder_closes(self, queue: SqliteQueue) -> None:
+        queue.enqueue(["a"])
+        first, second = SqliteQueue(queue.path), SqliteQueue(queue.path)
+        try:
+            assert first.lease("g") is not None
+            second.hold("g")  # a sibling worker of the same generation, still alive
+            first.close()
+            assert queue.recover("new") == 0
+        finally:
+            first.close()
+            second.close()
+        assert queue.recover("new") == 1
+        assert queue.stats() == _counts(pending=1)
+
+    def test_never_recovers_its_own_generation(self, queue: SqliteQueue) -> None:
+        queue.enqueue(["a"])
+        with SqliteQueue(queue.path) as dead:
+            assert dead.lease("same") is not None
+        assert queue.recover("same") == 0
+        assert queue.stats() == _counts(in_flight=1)
+
     def test_recover_without_a_limit_keeps_attempts(self, queue: SqliteQueue) -> None:
         queue.enqueue(["a"])
-        assert queue.lease("old") is not None
+        with SqliteQueue(queue.path) as dead:
+            assert dead.lease("old") is not None
         queue.recover("new")
         message = queue.lease("new")
         assert message is not None
@@ -238,10 +279,172 @@ class TestRecover:
         """A message that kills its worker every time ends up failed, not in a crash loop."""
         queue.enqueue(["crashes-its-worker"])
         for generation in range(2):
-            assert queue.lease(f"gen-{generation}") is not None
-            assert queue.recover(f"gen-{generation + 1}", max_attempts=2) == 1
+            with SqliteQueue(queue.path) as dead:
+                assert dead.lease(f"gen-{generation}") is not None
+            with SqliteQueue(queue.path) as booting:  # the next generation's worker
+                assert booting.recover(f"gen-{generation + 1}", max_attempts=2) == 1
         assert queue.stats() == _counts(failed=1)
         assert queue.lease("gen-3") is None
+        (failed,) = queue.failed()
+        assert (failed.attempts, failed.last_error) == (2, INTERRUPTED)
+
+
+class TestGenerationLocks:
+    """The lock files: private, removed when dead, and never a lease without one."""
+
+    def test_a_lease_holds_a_private_lock_file_until_close(self, short_dir: Path) -> None:
+        with SqliteQueue(short_dir / "var" / "q.sqlite3") as queue:
+            queue.enqueue(["a"])
+            assert queue.lease("gen-1") is not None
+            lock = Path(queue.generations_dir) / "gen-1.lock"
+            assert _mode(Path(queue.generations_dir)) == 0o700
+            assert _mode(lock) == 0o600
+        assert not lock.exists()  # the last holder removes it
+
+    def test_recovery_sweeps_the_files_of_dead_generations(self, queue: SqliteQueue) -> None:
+        directory = Path(queue.generations_dir)
+        directory.mkdir(mode=0o700)
+        (directory / "gone-1.lock").touch()  # left by a SIGKILLed worker with no lease
+        with SqliteQueue(queue.path) as alive:
+            alive.hold("alive")
+            assert queue.recover("me") == 0
+            assert sorted(os.listdir(directory)) == ["alive.lock", "me.lock"]
+
+    def test_an_odd_generation_id_gets_a_safe_file_name(self, queue: SqliteQueue) -> None:
+        queue.enqueue(["a"])
+        with SqliteQueue(queue.path) as dead:
+            assert dead.lease("../../etc/x y") is not None
+            (name,) = os.listdir(queue.generations_dir)
+            assert name.startswith("+")
+            assert queue.recover("me") == 0  # alive: the odd name is locked like any other
+        assert queue.recover("me") == 1
+
+    def test_a_worker_waits_for_a_recoverer_then_locks_a_fresh_file(
+        self, queue: SqliteQueue
+    ) -> None:
+        """While a recoverer claims a generation, its new worker cannot lease; then it can."""
+        with SqliteQueue(queue.path, busy_timeout=0.2) as late:
+            with queue._locks.claim_dead(["g"]) as dead:  # the recoverer's step
+                assert dead == ["g"]
+                with pytest.raises(QueueError, match="generation"):
+                    late.hold("g")  # bounded by its busy timeout
+            late.hold("g")
+            assert queue.recover("me") == 0
+            lock = Path(queue.generations_dir) / "g.lock"
+            assert lock.exists()
+
+
+class TestBootWithoutTheWriterLock:
+    """Opening, checking and recovering with nothing to recover never wait for a writer."""
+
+    def test_open_check_and_recover_while_another_process_writes(self, queue: SqliteQueue) -> None:
+        queue.enqueue(["a"])
+        with SqliteQueue(queue.path) as dead:
+            assert dead.lease("dead") is not None
+        queue.recover("me")
+        writer = sqlite3.connect(queue.path, isolation_level=None)
+        try:
+            writer.execute("BEGIN IMMEDIATE")  # holds the writer lock throughout
+            with SqliteQueue(queue.path, busy_timeout=0.05) as booting:
+                assert booting.recover("booting") == 0
+                booting.check()
+                assert booting.stats() == _counts(pending=1)
+                with pytest.raises(sqlite3.OperationalError, match="locked"):
+                    booting.enqueue(["b"])  # a real write does wait, and gives up
+        finally:
+            writer.close()
+
+
+class TestOperatorTools:
+    def _failed_queue(self, queue: SqliteQueue) -> list[int]:
+        """Messages 1..4: 1 done, 2 and 3 failed, 4 pending; the failed ids."""
+        queue.enqueue(["done", "bad-1", "bad-2", "pending"])
+        done = queue.lease("g")
+        assert done is not None
+        queue.ack(done)
+        for _ in range(2):
+            message = queue.lease("g")
+            assert message is not None
+            assert queue.fail(message, 1, error="ValueError") == "failed"
+        return [2, 3]
+
+    def test_failed_lists_failures_without_payloads(self, queue: SqliteQueue) -> None:
+        before = time.time()
+        self._failed_queue(queue)
+        failed = queue.failed()
+        assert [(m.id, m.attempts, m.last_error) for m in failed] == [
+            (2, 1, "ValueError"),
+            (3, 1, "ValueError"),
+        ]
+        assert all(m.settled_at is not None and m.settled_at >= before - 1 for m in failed)
+        assert not hasattr(failed[0], "payload")
+
+    def test_retry_ids_resets_attempts_and_reports_the_rest(self, queue: SqliteQueue) -> None:
+        self._failed_queue(queue)
+        result = queue.retry([3, 99, 1, 3, 4])
+        assert result == Retried(retried=1, unknown=(99,), not_failed=(1, 4))
+        assert queue.stats() == _counts(pending=2, done=1, failed=1)
+        message = queue.lease("g")
+        assert message is not None
+        assert (message.id, message.attempts) == (3, 0)
+
+    def test_retry_all(self, queue: SqliteQueue) -> None:
+        self._failed_queue(queue)
+        assert queue.retry("all") == Retried(2, (), ())
+        assert queue.stats() == _counts(pending=3, done=1)
+        assert queue.retry("all") == Retried(0, (), ())
+
+    def test_retry_refuses_a_non_integer_id(self, queue: SqliteQueue) -> None:
+        with pytest.raises(TypeError):
+            queue.retry(["1"])  # type: ignore[list-item]
+
+    def test_retry_pokes_the_waiters(self, queue: SqliteQueue) -> None:
+        """A local datagram is delivered at once: the poke is there when retry returns."""
+        self._failed_queue(queue)
+        os.makedirs(queue.notify_dir, exist_ok=True)
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as listener:
+            listener.bind(os.path.join(queue.notify_dir, "test.sock"))
+            listener.settimeout(0.0)
+            queue.retry([99])  # nothing made pending: no poke
+            with pytest.raises(BlockingIOError):
+                listener.recv(8)
+            queue.retry([2])
+            assert listener.recv(8) == b"\0"
+
+    def test_purge_deletes_one_settled_state(self, queue: SqliteQueue) -> None:
+        self._failed_queue(queue)
+        assert queue.purge("done") == 1
+        assert queue.stats() == _counts(pending=1, failed=2)
+        assert queue.purge("failed") == 2
+        assert queue.stats() == _counts(pending=1)
+        assert queue.purge("failed") == 0
+
+    def test_purge_in_batches_deletes_everything(self, queue: SqliteQueue) -> None:
+        queue.enqueue(str(i) for i in range(1201))
+        while (message := queue.lease("g")) is not None:
+            queue.ack(message)
+        assert queue.purge("done") == 1201
+        assert queue.stats() == _counts()
+
+    def test_purge_refuses_other_states(self, queue: SqliteQueue) -> None:
+        with pytest.raises(ValueError, match="done"):
+            queue.purge("pending")  # type: ignore[arg-type]
+
+
+class TestDurability:
+    def test_a_worker_connection_is_normal_and_enqueue_stays_full(self, short_dir: Path) -> None:
+        """NORMAL for lease/ack; enqueue switches to FULL for its commit and back."""
+        with SqliteQueue(short_dir / "q.sqlite3", synchronous="NORMAL") as queue:
+            level = "PRAGMA synchronous"
+            assert queue._conn.execute(level).fetchone() == (1,)
+            queue.enqueue(["a"])
+            assert queue._conn.execute(level).fetchone() == (1,)
+        with SqliteQueue(short_dir / "q.sqlite3") as queue:
+            assert queue._conn.execute(level).fetchone() == (2,)
+
+    def test_an_unknown_level_is_refused(self, short_dir: Path) -> None:
+        with pytest.raises(ValueError, match="synchronous"):
+            SqliteQueue(short_dir / "q.sqlite3", synchronous="OFF")  # type: ignore[arg-type]
 
 
 class TestNotification:

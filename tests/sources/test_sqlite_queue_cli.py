@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -28,6 +29,32 @@ def _run(
         code = exit_.code if isinstance(exit_.code, int) else 1
     out, err = capsys.readouterr()
     return code, out, err
+
+
+SCRIPT = str(Path(sys.executable).with_name("coretsia-sqlite-queue"))
+"""The installed console script, as an operator runs it."""
+
+
+def _process(
+    argv: list[str],
+    *,
+    stdin: str | None = None,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    umask: int = -1,
+) -> subprocess.CompletedProcess[str]:
+    """Run a real process, output captured, bounded by a timeout."""
+    return subprocess.run(
+        argv,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        umask=umask,
+        timeout=30,
+        check=False,
+    )
 
 
 def _payloads(db: Path) -> list[str]:
@@ -136,27 +163,210 @@ def test_usage_errors_exit_2(
 
 def test_the_console_script_is_installed(short_dir: Path) -> None:
     """The real executable, as an operator runs it: stdin in, JSON stats out."""
-    script = Path(sys.executable).with_name("coretsia-sqlite-queue")
     env = {**os.environ, "PYTHONWARNINGS": "error"}
-    enqueued = subprocess.run(
-        [str(script), "enqueue", "--db", "var/q.sqlite3"],
-        input="job-1\njob-2\n",
-        capture_output=True,
-        text=True,
+    enqueued = _process(
+        [SCRIPT, "enqueue", "--db", "var/q.sqlite3"],
+        stdin="job-1\njob-2\n",
         cwd=short_dir,
         env=env,
-        timeout=30,
-        check=False,
     )
     assert (enqueued.returncode, enqueued.stdout, enqueued.stderr) == (0, "enqueued 2\n", "")
-    stats = subprocess.run(
-        [str(script), "stats", "--db", "var/q.sqlite3", "--json"],
-        capture_output=True,
-        text=True,
-        cwd=short_dir,
-        env=env,
-        timeout=30,
-        check=False,
-    )
+    stats = _process([SCRIPT, "stats", "--db", "var/q.sqlite3", "--json"], cwd=short_dir, env=env)
     assert (stats.returncode, stats.stderr) == (0, "")
     assert stats.stdout == '{"done":0,"failed":0,"in_flight":0,"pending":2}\n'
+
+
+def _with_failures(db: Path) -> None:
+    """Messages 1..4: 1 done, 2 and 3 failed (one with a message that needs escaping), 4 pending."""
+    with SqliteQueue(db) as queue:
+        queue.enqueue(["secret-1", "secret-2", "secret-3", "secret-4"])
+        done = queue.lease("g")
+        assert done is not None
+        queue.ack(done)
+        for error in ("ValueError", "mymod.Refused: bad\n\x1b[31mred"):
+            message = queue.lease("g")
+            assert message is not None
+            queue.fail(message, 1, error=error)
+
+
+class TestFailed:
+    def test_text_lists_id_attempts_utc_time_and_error_never_the_payload(
+        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _with_failures(db)
+        code, out, err = _run(["failed", "--db", str(db)], capsys, monkeypatch)
+        assert (code, err) == (0, "")
+        lines = out.splitlines()
+        assert len(lines) == 2
+        first, second = (line.split("\t") for line in lines)
+        assert first[:2] == ["2", "1"]
+        assert first[3] == "ValueError"
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", first[2])
+        assert second[3] == "mymod.Refused: bad\\n\\x1b[31mred"  # no control characters
+        assert "secret" not in out
+
+    def test_json(
+        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _with_failures(db)
+        code, out, _ = _run(["failed", "--db", str(db), "--json"], capsys, monkeypatch)
+        assert code == 0
+        rows = json.loads(out)
+        assert [(r["id"], r["attempts"], r["last_error"]) for r in rows] == [
+            (2, 1, "ValueError"),
+            (3, 1, "mymod.Refused: bad\n\x1b[31mred"),
+        ]
+        assert all(sorted(r) == ["attempts", "id", "last_error", "settled_at"] for r in rows)
+        assert rows[0]["settled_at"].endswith("Z")
+        assert "secret" not in out
+
+    def test_none_failed(
+        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        SqliteQueue(db).close()
+        assert _run(["failed", "--db", str(db)], capsys, monkeypatch) == (0, "", "")
+        assert _run(["failed", "--db", str(db), "--json"], capsys, monkeypatch) == (0, "[]\n", "")
+
+
+class TestRetry:
+    def test_ids_retry_the_failed_and_report_the_rest(
+        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _with_failures(db)
+        code, out, err = _run(["retry", "--db", str(db), "3", "1", "77"], capsys, monkeypatch)
+        assert (code, out) == (1, "retried 1\n")
+        assert err == (
+            "coretsia-sqlite-queue: error: no message 77\n"
+            "coretsia-sqlite-queue: error: message 1 is not failed\n"
+        )
+        with SqliteQueue(db) as queue:
+            assert queue.stats() == {"pending": 2, "in_flight": 0, "done": 1, "failed": 1}
+
+    def test_all(
+        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _with_failures(db)
+        assert _run(["retry", "--db", str(db), "--all"], capsys, monkeypatch) == (
+            0,
+            "retried 2\n",
+            "",
+        )
+        with SqliteQueue(db) as queue:
+            assert queue.stats() == {"pending": 3, "in_flight": 0, "done": 1, "failed": 0}
+            assert {m.attempts for m in iter(lambda: queue.lease("g"), None)} == {0}
+
+
+class TestPurge:
+    @pytest.mark.parametrize(
+        ("flag", "count", "left"), [("--done", 1, "failed"), ("--failed", 2, "done")]
+    )
+    def test_deletes_one_state_and_prints_the_count(
+        self,
+        db: Path,
+        capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch,
+        flag: str,
+        count: int,
+        left: str,
+    ) -> None:
+        _with_failures(db)
+        assert _run(["purge", "--db", str(db), flag], capsys, monkeypatch) == (
+            0,
+            f"purged {count}\n",
+            "",
+        )
+        with SqliteQueue(db) as queue:
+            stats = queue.stats()
+        assert stats["pending"] == 1
+        assert stats[left] > 0
+        assert stats[flag[2:]] == 0
+
+
+@pytest.mark.parametrize(
+    ("command", "tail"),
+    [
+        ("retry", []),
+        ("retry", ["--all", "2"]),
+        ("retry", ["0"]),
+        ("retry", ["x"]),
+        ("purge", []),
+        ("purge", ["--done", "--failed"]),
+    ],
+)
+def test_retry_and_purge_usage_errors_change_nothing(
+    db: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    tail: list[str],
+) -> None:
+    """Ids or --all (positive integers) for retry; exactly one state for purge."""
+    _with_failures(db)
+    code, out, err = _run([command, "--db", str(db), *tail], capsys, monkeypatch)
+    assert (code, out) == (2, "")
+    assert "usage" in err
+    with SqliteQueue(db) as queue:
+        assert queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 2}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["failed"], ["failed", "--json"], ["retry", "--all"], ["retry", "1"], ["purge", "--done"]],
+)
+def test_the_operator_commands_never_create_a_database(
+    db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    code, out, err = _run([argv[0], "--db", str(db), *argv[1:]], capsys, monkeypatch)
+    assert (code, out) == (1, "")
+    assert err == "coretsia-sqlite-queue: error: the queue database does not exist\n"
+    assert not db.exists()
+    assert not db.parent.exists()
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+def test_files_and_directories_are_private_whatever_the_umask(short_dir: Path, umask: int) -> None:
+    """The console script (and a worker's waiter and lock) create 0600 files and 0700 dirs."""
+    existing = short_dir / "mine"
+    existing.mkdir(mode=0o755)
+    existing.chmod(0o755)
+    db = existing / "a" / "b" / "q.sqlite3"
+    enqueued = _process([SCRIPT, "enqueue", "--db", str(db), "job"], umask=umask)
+    assert (enqueued.returncode, enqueued.stderr) == (0, "")
+    worker = (
+        "import json, os, sys\n"
+        "from coretsia.sources.sqlite_queue import SqliteQueue\n"
+        "with SqliteQueue(sys.argv[1], synchronous='NORMAL') as queue:\n"
+        "    waiter = queue.waiter()\n"
+        "    assert queue.lease('gen') is not None\n"
+        "    paths = [queue.path + '-wal', queue.path + '-shm',\n"
+        "             queue.generations_dir + '/gen.lock']\n"
+        "    print(json.dumps({os.path.basename(p): os.stat(p).st_mode & 0o777 for p in paths}))\n"
+        "    waiter.close()\n"
+    )
+    leased = _process([sys.executable, "-c", worker, str(db)], umask=umask)
+    assert (leased.returncode, leased.stderr) == (0, "")
+    # While open (SQLite removes -wal and -shm when the last connection closes):
+    assert json.loads(leased.stdout) == {
+        "q.sqlite3-wal": 0o600,
+        "q.sqlite3-shm": 0o600,
+        "gen.lock": 0o600,
+    }
+    modes = {
+        path.name: path.stat().st_mode & 0o777
+        for path in (
+            existing,
+            existing / "a",
+            existing / "a" / "b",
+            db,
+            db.with_name("q.sqlite3.notify"),
+            db.with_name("q.sqlite3.generations"),
+        )
+    }
+    assert modes == {
+        "mine": 0o755,  # the user's own directory is left as it was
+        "a": 0o700,
+        "b": 0o700,
+        "q.sqlite3": 0o600,
+        "q.sqlite3.notify": 0o700,
+        "q.sqlite3.generations": 0o700,
+    }

@@ -8,6 +8,7 @@ batches, and stops when the parent closes the pipe's write end.
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import time
@@ -174,3 +175,41 @@ def test_a_sigkilled_worker_loses_nothing(
         assert source.queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 0}
     finally:
         source.close()
+
+
+def test_two_pools_on_one_database_never_take_each_others_live_lease(
+    workers: Workers, short_dir: Path
+) -> None:
+    """Pool B's recovery leaves pool A's running task alone; once A is killed, B takes it."""
+    (pool_a,) = workers.start(1, "cq_handlers:hang", "pool-a")
+    db = short_dir / "var" / "q.sqlite3"
+    with SqliteQueue(db) as queue:
+        queue.enqueue(["long-task"])
+    assert pool_a.stdout is not None
+    assert pool_a.stdout.readline().split() == ["leased", "1"]
+
+    pool_b = workers.start(1, "cq_handlers:record", "pool-b")  # recovers at construction
+    with SqliteQueue(db) as queue:
+        assert queue.stats() == {"pending": 0, "in_flight": 1, "done": 0, "failed": 0}
+        assert queue.recover("pool-c") == 0  # nor does a third pool's
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT generation FROM messages").fetchall() == [("pool-a",)]
+    conn.close()
+
+    pool_a.kill()
+    pool_a.wait(timeout=10)
+    pool_b += workers.start(1, "cq_handlers:record", "pool-b")  # a new worker recovers it
+    with SqliteQueue(db) as queue:
+        deadline = time.monotonic() + 15
+        while queue.stats()["done"] != 1 and time.monotonic() < deadline:
+            time.sleep(0.05)  # a bounded poll: an ack pokes no one
+        assert queue.stats() == {"pending": 0, "in_flight": 0, "done": 1, "failed": 0}
+    workers.stop()
+    leased = []
+    for proc in pool_b:
+        assert proc.wait(timeout=10) == 0
+        assert proc.stdout is not None
+        out = proc.stdout.read()  # not communicate(): it would skip what readline buffered
+        leased += [line for line in out.splitlines() if line.startswith("leased")]
+    assert leased == ["leased 1"]  # once, by pool B, after pool A died
+    assert not os.path.exists(f"{db}.generations/pool-a.lock")  # the dead pool's is swept

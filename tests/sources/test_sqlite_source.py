@@ -106,6 +106,8 @@ class TestFactory:
             ({"database": ""}, "database"),
             ({"database": 7}, "database"),
             ({"surprise": 1}, "surprise"),
+            ({"keep_error_messages": 1}, "keep_error_messages"),
+            ({"keep_error_messages": "yes"}, "keep_error_messages"),
         ],
     )
     def test_bad_options_name_the_key(
@@ -188,7 +190,45 @@ class TestTasks:
             task.fail(caught.value)
         assert source.queue.stats() == {"pending": 0, "in_flight": 0, "done": 0, "failed": 1}
 
-    def test_a_new_generation_recovers_and_counts_the_attempt(
+    @pytest.mark.parametrize(
+        ("options", "recorded"),
+        [({}, "RuntimeError"), ({"keep_error_messages": True}, "RuntimeError: boom: x")],
+    )
+    def test_fail_tells_the_worker_whether_it_will_be_retried(
+        self,
+        build: Callable[..., tuple[SqliteSource, FakeContext]],
+        handlers: str,
+        options: dict[str, object],
+        recorded: str,
+    ) -> None:
+        """``settled_state`` and ``message.attempts``; last_error keeps the type only by default."""
+        source, _ = build(handler=f"{handlers}:explode", max_attempts=2, **options)
+        source.queue.enqueue(["x"])
+        states: list[str | None] = []
+        for attempt in range(2):
+            task = source.receive()
+            assert task is not None
+            assert task.settled_state is None
+            assert task.message.attempts == attempt
+            with pytest.raises(RuntimeError) as caught:
+                task.run()
+            task.fail(caught.value)
+            states.append(task.settled_state)
+        assert states == ["pending", "failed"]
+        (failed,) = source.queue.failed()
+        assert failed.last_error == recorded
+
+    def test_complete_sets_settled_state_done(
+        self, build: Callable[..., tuple[SqliteSource, FakeContext]]
+    ) -> None:
+        source, _ = build()
+        source.queue.enqueue(["x"])
+        task = source.receive()
+        assert task is not None
+        task.complete(task.run())
+        assert task.settled_state == "done"
+
+    def test_a_new_generation_recovers_once_the_old_one_is_gone(
         self, build: Callable[..., tuple[SqliteSource, FakeContext]]
     ) -> None:
         old, _ = build(generation="gen-1")
@@ -196,6 +236,10 @@ class TestTasks:
         assert old.receive() is not None
         sibling, _ = build(generation="gen-1")  # same generation: a live worker's lease
         assert sibling.queue.stats()["in_flight"] == 1
+        other_pool, _ = build(generation="gen-x")  # gen-1 is alive: its lease stays
+        assert other_pool.queue.stats()["in_flight"] == 1
+        old.close()
+        sibling.close()
         new, _ = build(generation="gen-2")
         assert new.queue.stats()["pending"] == 1
         task = new.receive()
@@ -208,8 +252,9 @@ class TestTasks:
         old, _ = build(generation="gen-1")
         old.queue.enqueue(["a"])
         assert old.receive() is not None
-        build(generation=None)
-        assert old.queue.stats()["in_flight"] == 1
+        old.close()
+        unknown, _ = build(generation=None)
+        assert unknown.queue.stats()["in_flight"] == 1
 
 
 class TestWaiting:
@@ -285,8 +330,19 @@ class TestWaiting:
         assert os.listdir(notify_dir) == []
 
 
-def test_describe_names_the_exception_type() -> None:
-    assert sqlite_source._describe(RuntimeError("boom")) == "RuntimeError: boom"
-    assert sqlite_source._describe(LeaseLostError()) == (
+def test_describe_names_the_exception_type_and_the_message_only_if_asked() -> None:
+    describe = sqlite_source._describe
+    assert describe(RuntimeError("card 4242")) == "RuntimeError"
+    assert describe(RuntimeError("boom"), with_message=True) == "RuntimeError: boom"
+    assert describe(LeaseLostError("x")) == "coretsia.sources.sqlite_queue.LeaseLostError"
+    assert describe(LeaseLostError(), with_message=True) == (
         "coretsia.sources.sqlite_queue.LeaseLostError"
     )
+
+
+def test_describe_survives_a_broken_str() -> None:
+    class Broken(Exception):
+        def __str__(self) -> str:
+            raise RuntimeError
+
+    assert sqlite_source._describe(Broken(), with_message=True).endswith(".Broken")

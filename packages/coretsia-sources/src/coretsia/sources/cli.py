@@ -1,16 +1,30 @@
-"""``coretsia-sqlite-queue``: add work to a queue database and look at its counts.
+"""``coretsia-sqlite-queue``: add work to a queue database, look at it, handle failures.
 
 ::
 
     coretsia-sqlite-queue enqueue --db var/queue.sqlite3 PAYLOAD...
     printf 'a\\nb\\n' | coretsia-sqlite-queue enqueue --db var/queue.sqlite3
     coretsia-sqlite-queue stats --db var/queue.sqlite3 [--json]
+    coretsia-sqlite-queue failed --db var/queue.sqlite3 [--json]
+    coretsia-sqlite-queue retry --db var/queue.sqlite3 (ID... | --all)
+    coretsia-sqlite-queue purge --db var/queue.sqlite3 (--done | --failed)
 
 ``enqueue`` reads payloads from standard input, one per line (empty lines skipped: a
 trailing blank line is almost never meant as a message), when no PAYLOAD is given or in
-place of a ``-``. It creates the database if needed; ``stats`` never does (a typo in
-``--db`` should say so, not show an empty queue). Errors are one short line on stderr,
-never a traceback. Exit status: 0 success, 1 the database could not be used, 2 usage.
+place of a ``-``. It creates the database if needed (privately: ``0600``, new
+directories ``0700``); the other commands never do (a typo in ``--db`` should say so,
+not show an empty queue).
+
+``failed`` lists the messages that failed for good: id, attempts, when they failed
+(ISO 8601, UTC) and ``last_error``; never a payload (payloads are application data, and
+this output ends up in terminals, tickets and chat). ``retry`` puts failed messages back
+to pending with their attempts reset; an id that is unknown or not failed is named on
+stderr and the command exits 1, but the other ids are still retried (one bad id in a
+pasted list should not hold back the rest; the exit status still tells a script that
+something was off). ``purge`` deletes every done (or failed) message and prints the count.
+
+Errors are one short line on stderr, never a traceback. Exit status: 0 success, 1 the
+database could not be used (or some ``retry`` ids were refused), 2 usage.
 """
 
 from __future__ import annotations
@@ -20,10 +34,11 @@ import json
 import sqlite3
 import sys
 from collections.abc import Iterator, Sequence
-from typing import TextIO
+from datetime import datetime, timezone
+from typing import Literal, TextIO
 
 from coretsia.sources._version import __version__
-from coretsia.sources.sqlite_queue import STATES, QueueError, SqliteQueue
+from coretsia.sources.sqlite_queue import STATES, FailedMessage, QueueError, SqliteQueue
 
 PROG = "coretsia-sqlite-queue"
 EXIT_OK = 0
@@ -38,28 +53,72 @@ class _UsageError(Exception):
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also what a man page generator would read)."""
     parser = argparse.ArgumentParser(
-        prog=PROG, description="Add work to a Coretsia SQLite queue and show its counts."
+        prog=PROG,
+        description="Add work to a Coretsia SQLite queue, show it, and handle failed messages.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    enqueue = commands.add_parser(
+    enqueue = _command(
+        commands,
         "enqueue",
-        help="add messages",
-        description="Add messages; with no PAYLOAD (or for '-') read them from stdin, "
-        "one per line.",
+        "add messages",
+        "Add messages; with no PAYLOAD (or for '-') read them from stdin, one per line.",
     )
-    enqueue.add_argument("--db", required=True, metavar="PATH", help="the queue database")
     enqueue.add_argument("payloads", nargs="*", metavar="PAYLOAD", help="a message payload")
-
-    stats = commands.add_parser(
+    stats = _command(
+        commands,
         "stats",
-        help="show the count of messages in each state",
-        description="Show how many messages are pending, in flight, done and failed.",
+        "show the count of messages in each state",
+        "Show how many messages are pending, in flight, done and failed.",
     )
-    stats.add_argument("--db", required=True, metavar="PATH", help="the queue database")
     stats.add_argument("--json", action="store_true", help="one JSON object, sorted keys")
+    failed = _command(
+        commands,
+        "failed",
+        "list the messages that failed for good",
+        "List failed messages: id, attempts, failure time (UTC) and last error; never the payload.",
+    )
+    failed.add_argument("--json", action="store_true", help="one JSON array of objects")
+    retry = _command(
+        commands,
+        "retry",
+        "put failed messages back to pending",
+        "Put failed messages back to pending, attempts reset to 0. Ids that are unknown or "
+        "not failed are reported on stderr (exit 1); the others are retried.",
+    )
+    retry.add_argument("ids", nargs="*", type=_message_id, metavar="ID", help="a message id")
+    retry.add_argument("--all", action="store_true", help="every failed message")
+    purge = _command(
+        commands,
+        "purge",
+        "delete done or failed messages",
+        "Delete every done (or failed) message; print how many.",
+    )
+    which = purge.add_mutually_exclusive_group(required=True)
+    which.add_argument("--done", action="store_const", const="done", dest="state")
+    which.add_argument("--failed", action="store_const", const="failed", dest="state")
     return parser
+
+
+def _command(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    summary: str,
+    description: str,
+) -> argparse.ArgumentParser:
+    """A subcommand; every one works on the database named by ``--db``."""
+    command = commands.add_parser(name, help=summary, description=description)
+    command.add_argument("--db", required=True, metavar="PATH", help="the queue database")
+    return command
+
+
+def _message_id(text: str) -> int:
+    """An argparse type: a positive integer id (argparse turns ValueError into usage)."""
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -68,6 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "enqueue":
             return _enqueue(args.db, args.payloads, sys.stdin, sys.stdout)
+        if args.command == "failed":
+            return _failed(args.db, sys.stdout, as_json=args.json)
+        if args.command == "retry":
+            return _retry(args.db, args.ids, sys.stdout, sys.stderr, every=args.all)
+        if args.command == "purge":
+            return _purge(args.db, args.state, sys.stdout)
         return _stats(args.db, sys.stdout, as_json=args.json)
     except _UsageError as error:
         print(f"{PROG}: usage error: {error}", file=sys.stderr)
@@ -108,6 +173,65 @@ def _stats(db: str, stdout: TextIO, *, as_json: bool) -> int:
         for state in STATES:
             print(f"{state:<{width}}  {counts[state]}", file=stdout)
     return EXIT_OK
+
+
+def _failed(db: str, stdout: TextIO, *, as_json: bool) -> int:
+    with SqliteQueue(db, create=False) as queue:
+        messages = queue.failed()
+    if as_json:
+        rows = [
+            {
+                "id": m.id,
+                "attempts": m.attempts,
+                "settled_at": _utc(m.settled_at),
+                "last_error": m.last_error,
+            }
+            for m in messages
+        ]
+        print(json.dumps(rows, sort_keys=True, separators=(",", ":")), file=stdout)
+        return EXIT_OK
+    for m in messages:
+        print(_failed_line(m), file=stdout)
+    return EXIT_OK
+
+
+def _failed_line(message: FailedMessage) -> str:
+    """``ID  ATTEMPTS  TIME  ERROR``; the error made printable (it may hold anything)."""
+    error = "" if message.last_error is None else _printable(message.last_error)
+    return f"{message.id}\t{message.attempts}\t{_utc(message.settled_at) or '-'}\t{error}"
+
+
+def _retry(db: str, ids: list[int], stdout: TextIO, stderr: TextIO, *, every: bool) -> int:
+    if every == bool(ids):
+        raise _UsageError("give message ids or --all, not both and not neither")
+    with SqliteQueue(db, create=False) as queue:
+        result = queue.retry("all" if every else ids)
+    print(f"retried {result.retried}", file=stdout)
+    for message_id in result.unknown:
+        print(f"{PROG}: error: no message {message_id}", file=stderr)
+    for message_id in result.not_failed:
+        print(f"{PROG}: error: message {message_id} is not failed", file=stderr)
+    return EXIT_FAILURE if result.unknown or result.not_failed else EXIT_OK
+
+
+def _purge(db: str, state: Literal["done", "failed"], stdout: TextIO) -> int:
+    with SqliteQueue(db, create=False) as queue:
+        count = queue.purge(state)
+    print(f"purged {count}", file=stdout)
+    return EXIT_OK
+
+
+def _utc(timestamp: float | None) -> str | None:
+    """ISO 8601 in UTC with a ``Z``: one unambiguous form for people and scripts."""
+    if timestamp is None:
+        return None
+    moment = datetime.fromtimestamp(timestamp, tz=timezone.utc)
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _printable(text: str) -> str:
+    """One line, no control characters: an error text must not drive the terminal."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _one_line(error: BaseException) -> str:

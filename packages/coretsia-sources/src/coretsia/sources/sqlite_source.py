@@ -10,12 +10,23 @@ serves the task type ``queue``. Configure it in ``coretsia.toml``::
     database = "var/queue.sqlite3"   # relative to the project root; the default
     handler = "myapp.jobs:handle"    # required: called with each payload (a str)
     max_attempts = 3                 # failed attempts before a message is `failed`
+    keep_error_messages = false      # true: last_error keeps "Type: message", not "Type"
 
 and add work with ``coretsia-sqlite-queue enqueue --db var/queue.sqlite3 PAYLOAD...`` or
 :meth:`SqliteQueue.enqueue <coretsia.sources.sqlite_queue.SqliteQueue.enqueue>` from the
 application. A handler that returns settles the message ``done``; one that raises
 records a failed attempt (retried at once by the next free worker, until
 ``max_attempts``). The handler's return value is passed to ``complete`` and not stored.
+
+A failed attempt is recorded in the message's ``last_error`` as the exception's type only
+(``ValueError``, ``myapp.jobs.Refused``): an exception's message often quotes the data
+it choked on, that is payload data, and ``last_error`` is shown to whoever runs
+``coretsia-sqlite-queue failed``. ``keep_error_messages = true`` keeps ``Type: message``
+(clipped) instead: easier triage, at the price of that privacy.
+
+Workers open the queue with ``synchronous=NORMAL``: a power cut can undo a recent lease
+or acknowledgement, so a message may run once more (at least once still holds); see
+:mod:`coretsia.sources.sqlite_queue`.
 
 Each worker builds its own source (``make_source`` runs in the worker process, after the
 application's import path is set up), so the handler is imported there, once.
@@ -43,7 +54,7 @@ RECHECK_SECONDS: Final = 5.0
 FALLBACK_RECHECK_SECONDS: Final = 1.0
 """Without notifications (no socket could be bound): how often an idle worker looks."""
 UNKNOWN_GENERATION: Final = "unknown"
-_OPTIONS: Final = frozenset({"database", "handler", "max_attempts"})
+_OPTIONS: Final = frozenset({"database", "handler", "max_attempts", "keep_error_messages"})
 
 Handler = Callable[[str], object]
 
@@ -58,17 +69,39 @@ class SourceOptionError(ValueError):
 
 
 class SqliteTask:
-    """One leased message; settled exactly once by ``complete`` or ``fail``."""
+    """One leased message; settled exactly once by ``complete`` or ``fail``.
 
-    __slots__ = ("_handler", "_max_attempts", "_queue", "message")
+    ``message.attempts`` is the number of earlier failed (or interrupted) attempts, and
+    after ``fail`` the attribute ``settled_state`` says what became of the message:
+    ``"pending"`` (it will be retried) or ``"failed"`` (it will not). It stays None until
+    then (``"done"`` after ``complete``). The SPI's ``fail`` returns None, hence an
+    attribute.
+    """
+
+    __slots__ = (
+        "_handler",
+        "_keep_messages",
+        "_max_attempts",
+        "_queue",
+        "message",
+        "settled_state",
+    )
 
     def __init__(
-        self, queue: SqliteQueue, message: Message, handler: Handler, max_attempts: int
+        self,
+        queue: SqliteQueue,
+        message: Message,
+        handler: Handler,
+        max_attempts: int,
+        *,
+        keep_error_messages: bool = False,
     ) -> None:
         self._queue = queue
         self._handler = handler
         self._max_attempts = max_attempts
+        self._keep_messages = keep_error_messages
         self.message = message
+        self.settled_state: str | None = None
 
     def run(self) -> object:
         """Call the handler with the payload; its return value is the task's result."""
@@ -77,10 +110,15 @@ class SqliteTask:
     def complete(self, result: object) -> None:
         """Acknowledge: the message is done (raises if this lease was already settled)."""
         self._queue.ack(self.message)
+        self.settled_state = "done"
 
     def fail(self, error: BaseException) -> None:
         """Record the failed attempt; the message is retried or, at the limit, failed."""
-        self._queue.fail(self.message, self._max_attempts, error=_describe(error))
+        self.settled_state = self._queue.fail(
+            self.message,
+            self._max_attempts,
+            error=_describe(error, with_message=self._keep_messages),
+        )
 
 
 class SqliteSource:
@@ -103,12 +141,14 @@ class SqliteSource:
         *,
         generation: str,
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        keep_error_messages: bool = False,
     ) -> None:
         self._context = context
         self._database = database
         self._handler = handler
         self._generation = generation
         self._max_attempts = max_attempts
+        self._keep_messages = keep_error_messages
         self._queue: SqliteQueue | None = None
         self._waiter: Waiter | None = None
         # Closed at interpreter exit too, so a cleanly exiting worker leaves no socket.
@@ -122,8 +162,10 @@ class SqliteSource:
     def _open(self) -> tuple[SqliteQueue, Waiter]:
         """The queue and the waiter, opened (and leases recovered) on first success."""
         if self._queue is None or self._waiter is None:
-            queue = SqliteQueue(self._database)
+            queue = SqliteQueue(self._database, synchronous="NORMAL")
             try:
+                # Alive before anything else: no recoverer may take what we will lease.
+                queue.hold(self._generation)
                 if self._generation != UNKNOWN_GENERATION:
                     # Without a generation id a dead lease cannot be told from a live one
                     # of a sibling worker: recover nothing rather than risk a double run.
@@ -159,7 +201,13 @@ class SqliteSource:
                 return None
             message = queue.lease(self._generation)
             if message is not None:
-                return SqliteTask(queue, message, self._handler, self._max_attempts)
+                return SqliteTask(
+                    queue,
+                    message,
+                    self._handler,
+                    self._max_attempts,
+                    keep_error_messages=self._keep_messages,
+                )
             if waiter.notifying:
                 stopping = waiter.wait(RECHECK_SECONDS)
             else:
@@ -190,11 +238,19 @@ def make_source(context: TaskSourceContext) -> SqliteSource:
     max_attempts = options.get("max_attempts", DEFAULT_MAX_ATTEMPTS)
     if type(max_attempts) is not int or max_attempts < 1:
         raise SourceOptionError("max_attempts", "must be an integer of at least 1")
+    keep_error_messages = options.get("keep_error_messages", False)
+    if type(keep_error_messages) is not bool:
+        raise SourceOptionError("keep_error_messages", "must be true or false")
     generation = getattr(context, "generation", UNKNOWN_GENERATION)
     if not isinstance(generation, str) or not generation:
         generation = UNKNOWN_GENERATION
     return SqliteSource(
-        context, database, handler, generation=generation, max_attempts=max_attempts
+        context,
+        database,
+        handler,
+        generation=generation,
+        max_attempts=max_attempts,
+        keep_error_messages=keep_error_messages,
     )
 
 
@@ -206,9 +262,11 @@ def _database(value: object) -> str:
     """The database path: relative to the project root (the worker's working directory).
 
     An absolute path is kept as it is: a database that outlives a project root, such as
-    one handed from each release directory to the next. Generation ids are unique across
-    roots, so the next root recovers what the previous one left leased; the roots must
-    never run at the same time (one pool per database).
+    one handed from each release directory to the next, or one shared by several pools.
+    Generation ids are unique across roots, and a lease is recovered only once no live
+    worker holds its generation's lock file, so the next root recovers what a dead one
+    left leased and never what a running one holds (where ``flock`` is missing, not
+    POSIX, the roots must never run at the same time).
     """
     if not isinstance(value, str) or not value or "\0" in value:
         raise SourceOptionError("database", "must be a non-empty path")
@@ -235,15 +293,26 @@ def _resolve_handler(target: object) -> Handler:
     return handler
 
 
-def _describe(error: BaseException) -> str:
-    """``module.Type: message`` for ``last_error``: enough to triage a failed message."""
+def _describe(error: BaseException, *, with_message: bool = False) -> str:
+    """``last_error``'s text: the exception's type, and its message only if asked.
+
+    The type alone (``ValueError``, ``myapp.jobs.Refused``) is enough to triage and
+    carries no payload data; the message may (the module documentation explains the
+    ``keep_error_messages`` option). ``str(error)`` is not even called without it: a
+    broken ``__str__`` cannot turn a recorded failure into a settlement failure.
+    """
     kind = type(error)
     name = (
         kind.__qualname__
         if kind.__module__ == "builtins"
         else f"{kind.__module__}.{kind.__qualname__}"
     )
-    text = str(error)
+    if not with_message:
+        return name
+    try:
+        text = str(error)
+    except Exception:  # noqa: BLE001 - a __str__ that raises: the type is still worth keeping
+        return name
     return f"{name}: {text}" if text else name
 
 
