@@ -799,6 +799,13 @@ def main() -> int:
     parser.add_argument("--only", default="", help="throughput,io,soak,two-pools")
     parser.add_argument("--soak", action="store_true", help="add soak,two-pools")
     parser.add_argument("--soak-tasks", type=int, default=SOAK_TASKS)
+    parser.add_argument(
+        "--huey-synchronous",
+        choices=("match", "FULL", "NORMAL"),
+        default="match",
+        help="Huey's PRAGMA synchronous (default: what Coretsia's workers use, read in the "
+        "warm-up)",
+    )
     args = parser.parse_args()
     if args.runs < 1 or args.tasks < 1:
         parser.error("--runs and --tasks must be at least 1")
@@ -818,7 +825,17 @@ def main() -> int:
     try:
         if parts & {"throughput", "io"}:
             log("warm-up (discarded): 200 tasks on each side")
-            _one_run("coretsia", 1, 200, "noop")
+            warm = _one_run("coretsia", 1, 200, "noop")
+            sync = args.huey_synchronous
+            if sync == "match":
+                used = {_SYNC.get(p.split()[-1], "") for p in warm["worker_pragmas"]}
+                sync = used.pop() if len(used) == 1 and used <= {"FULL", "NORMAL"} else "FULL"
+                results.notes.append(
+                    f"Huey's synchronous: {sync}, matching Coretsia's workers"
+                    if warm["worker_pragmas"]
+                    else "Huey's synchronous: FULL (Coretsia's workers could not be probed)"
+                )
+            os.environ["CQ_HUEY_SYNCHRONOUS"] = sync
             _one_run("huey", 1, 200, "noop")
         if "throughput" in parts:
             throughput(results, sizes, args.tasks, args.runs)
@@ -881,8 +898,8 @@ def _durability(results: Results) -> list[str]:
     results.data["durability"] = {"coretsia_workers": sorted(coretsia), "huey": sorted(huey)}
     return [
         "Durability in force (read from the connections): Coretsia workers "
-        f"{'; '.join(map(_pragmas, sorted(coretsia))) or 'not probed'} (lease and ack: two "
-        "commits per task, at least once); Huey "
+        f"{'; '.join(map(_pragmas, sorted(coretsia))) or 'not probed'} (a lease and an ack "
+        "per task, at least once; enqueue always FULL); Huey "
         f"{'; '.join(map(_pragmas, sorted(huey))) or 'not run'} (the row is deleted at "
         "dequeue: one commit per task, at most once)."
     ]
