@@ -364,7 +364,9 @@ def huey_drain(workers: int, tasks: int, task: str) -> dict[str, Any]:
     try:
         launched = time.monotonic()
         proc = spawn(
-            [HUEY_CONSUMER, "hueyapp.huey", "-k", "process", "-w", str(workers), "-n"],
+            # -q: no INFO line per task (Huey logs two by default, Coretsia none); -n: no
+            # periodic tasks (there are none). Everything else is Huey's default.
+            [HUEY_CONSUMER, "hueyapp.huey", "-k", "process", "-w", str(workers), "-n", "-q"],
             root,
             root / "consumer.log",
         )
