@@ -708,6 +708,7 @@ def _soak_rows(s: dict[str, Any]) -> list[str]:
     times = s["recycle_spawn_to_ready_s"]
     ok_lost = s["lost"] == 0 and s["done_equals_tasks"]
     ok_max = s["max_per_process"] <= s["max_requests"] + 1
+    ok_once = s["db"]["done"] == s["tasks"] - s["lost"] and s["task_failed_events"] == 0
     spawn_ready = (
         f"median {median(times) * 1000:.0f} ms, max {max(times) * 1000:.0f} ms" if times else "none"
     )
@@ -725,8 +726,9 @@ def _soak_rows(s: dict[str, Any]) -> list[str]:
         "| 0 expected (the victim never reached its end) |",
         f"| rows with attempts > 0 (recovered leases) | {s['db']['retried_rows']} "
         "| 1 expected (the victim's) |",
-        f"| settled twice | 0 possible: done rows {s['db']['done']} = distinct payloads "
-        f"{s['tasks'] - s['lost']}, task.failed events {s['task_failed_events']} | |",
+        f"| settled twice | done rows {s['db']['done']}, payloads run {s['tasks'] - s['lost']}, "
+        f"settlement failures (task.failed) {s['task_failed_events']} | a row settles once "
+        f"(lease token); equal, none failed: {'pass' if ok_once else '**FAIL**'} |",
         f"| attempts per process, max | {s['max_per_process']} | <= max_requests + 1 = "
         f"{s['max_requests'] + 1}: {'pass' if ok_max else '**FAIL**'} |",
         f"| worker processes / recycles / worker.retired | {s['processes']} / "
@@ -759,10 +761,23 @@ def _pair_rows(p: dict[str, Any]) -> list[str]:
     ]
 
 
+def commit() -> str:
+    """The checked-out commit, ``+dirty`` when the tree has changes (what was measured)."""
+    git = ["git", "-C", str(BENCH)]
+    head = subprocess.run(
+        [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    dirty = subprocess.run(
+        [*git, "status", "--porcelain"], capture_output=True, text=True, check=False
+    )
+    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "") or "unknown"
+
+
 def machine() -> dict[str, object]:
     import huey
 
     return {
+        "commit": commit(),
         "cores": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
@@ -858,7 +873,8 @@ def main() -> int:
             "",
             f"Machine: {results.machine['cores']} cores, {results.machine['memory_gib']} GiB,"
             f" CPython {results.machine['python']}, {results.machine['platform']};"
-            f" Huey {results.machine['huey']}. Runs: {results.runs} (medians)."
+            f" Huey {results.machine['huey']}. Commit {results.machine['commit']}."
+            f" Runs: {results.runs} (medians)."
             f" Load average before: {results.data['load_average_before']}, after:"
             f" {results.data['load_average_after']}. Wall time: {results.data['wall_s']:.0f} s.",
             "",
