@@ -1,7 +1,8 @@
 """Developer and CI sessions for the Coretsia Worker monorepo.
 
 Run with the nox that ``bin/setup`` installs: ``.venv/bin/nox`` (default: tests, lint,
-typecheck), or ``.venv/bin/nox -s build`` / ``-s manpages`` / ``-s bench``.
+typecheck), or ``.venv/bin/nox -s build`` / ``-s manpages`` / ``-s bench`` /
+``-s bench_queue``.
 
 Every session installs from ``uv.lock`` (``uv sync --locked``), so a session sees exactly
 the versions the developer environment and CI see, and a stale lock fails loudly.
@@ -225,6 +226,18 @@ def bench(session: nox.Session) -> None:
     """
     _sync(session, "--all-packages")
     session.run("python", str(ROOT / "bench" / "run.py"), *session.posargs)
+
+
+@nox.session
+def bench_queue(session: nox.Session) -> None:
+    """The queue benchmark (bench/queue.py): Coretsia's SQLite pipeline beside Huey's.
+
+    Syncs the ``bench`` dependency group too (Huey). Prints the table and writes
+    bench/results/queue-<timestamp>.{json,md}; see docs/performance.md. Arguments after
+    ``--`` go to bench/queue.py (``--runs 5``, ``--sizes 1,4``, ``--soak``, ``--only soak``).
+    """
+    _sync(session, "--all-packages", "--group", "bench")
+    session.run("python", str(ROOT / "bench" / "queue.py"), *session.posargs)
 
 
 @nox.session
