@@ -230,14 +230,14 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def bench_queue(session: nox.Session) -> None:
-    """The queue benchmark (bench/queue.py): Coretsia's SQLite pipeline beside Huey's.
+    """The queue benchmark (bench/pipeline.py): Coretsia's SQLite pipeline beside Huey's.
 
     Syncs the ``bench`` dependency group too (Huey). Prints the table and writes
     bench/results/queue-<timestamp>.{json,md}; see docs/performance.md. Arguments after
-    ``--`` go to bench/queue.py (``--runs 5``, ``--sizes 1,4``, ``--soak``, ``--only soak``).
+    ``--`` go to bench/pipeline.py (``--runs 5``, ``--sizes 1,4``, ``--soak``, ``--only soak``).
     """
     _sync(session, "--all-packages", "--group", "bench")
-    session.run("python", str(ROOT / "bench" / "queue.py"), *session.posargs)
+    session.run("python", str(ROOT / "bench" / "pipeline.py"), *session.posargs)
 
 
 @nox.session

@@ -1,6 +1,6 @@
-"""The Huey side of ``bench/queue.py``: a ``SqliteHuey`` and its tasks.
+"""The Huey side of ``bench/pipeline.py``: a ``SqliteHuey`` and its tasks.
 
-Copied into a throw-away root as ``hueyapp.py`` next to ``app.py`` (``queue_app.py``) and
+Copied into a throw-away root as ``hueyapp.py`` next to ``app.py`` (``pipeline_app.py``) and
 run by ``huey_consumer hueyapp.huey -k process -w N`` from that root. The tasks call the
 same ``run_*`` functions as the Coretsia handlers, so both sides record alike.
 

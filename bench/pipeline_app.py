@@ -1,8 +1,8 @@
-"""The handlers of ``bench/queue.py``'s pools: standard library only, both sides alike.
+"""The handlers of ``bench/pipeline.py``'s pools: standard library only, both sides alike.
 
-``bench/queue.py`` copies this file into each throw-away project root as ``app.py``. A
+``bench/pipeline.py`` copies this file into each throw-away project root as ``app.py``. A
 Coretsia pool names a handler in ``[worker.source_options] handler = "app:noop"``; the
-Huey side (``queue_huey_app.py``, copied as ``hueyapp.py``) wraps the same ``run_*``
+Huey side (``pipeline_huey_app.py``, copied as ``hueyapp.py``) wraps the same ``run_*``
 functions in its tasks, so both sides record exactly the same way.
 
 Each finished handler call appends one line to ``records.log`` beside this file::

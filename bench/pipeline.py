@@ -1,10 +1,10 @@
 """The task pipeline's throughput and soak, side by side with Huey, in one run.
 
 Run it with ``.venv/bin/nox -s bench_queue`` (which also installs the ``bench`` dependency
-group: Huey), or ``python bench/queue.py`` in an environment that has it. Everything is
+group: Huey), or ``python bench/pipeline.py`` in an environment that has it. Everything is
 real: ``coretsia-supervisor start --root R --log-format json`` with the ``sqlite`` task
 source, and ``huey_consumer hueyapp.huey -k process -w N`` with ``SqliteHuey``, each in a
-throw-away root ``/tmp/cq-*``. The handlers (``queue_app.py``, ``queue_huey_app.py``)
+throw-away root ``/tmp/cq-*``. The handlers (``pipeline_app.py``, ``pipeline_huey_app.py``)
 record ``<payload> <pid> <start> <end>`` themselves (``time.monotonic``, one ``O_APPEND``
 write per task); every figure is computed from those records, the queue's ``stats()`` and
 the supervisor's JSON log. Results: a markdown table on stdout and
@@ -38,25 +38,19 @@ tree, and whatever runs in its root) at the end, whatever happens.
 
 from __future__ import annotations
 
-import os
-import sys
-
-# Run as a script, this file's directory is sys.path[0], and this file is named like the
-# standard library's `queue` (which logging.handlers, concurrent.futures and multiprocessing
-# import): keep the directory, but after the standard library.
-sys.path.append(sys.path.pop(0))
-
 import argparse
 import contextlib
 import datetime
 import importlib.util
 import json
+import os
 import platform
 import shutil
 import signal
 import sqlite3
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
@@ -166,8 +160,8 @@ def wait_until(done: Any, deadline: float, what: str) -> None:
 def make_root() -> Path:
     """A short throw-away root (AF_UNIX paths must stay under about 100 bytes)."""
     root = Path(tempfile.mkdtemp(prefix="cq-", dir="/tmp"))
-    shutil.copy(BENCH / "queue_app.py", root / "app.py")
-    shutil.copy(BENCH / "queue_huey_app.py", root / "hueyapp.py")
+    shutil.copy(BENCH / "pipeline_app.py", root / "app.py")
+    shutil.copy(BENCH / "pipeline_huey_app.py", root / "hueyapp.py")
     import py_compile
 
     for name in ("app.py", "hueyapp.py"):
