@@ -181,6 +181,18 @@ def processes_in(root: Path) -> list[psutil.Process]:
     return found
 
 
+def descendants_named(top: psutil.Process, needle: str) -> list[psutil.Process]:
+    """The descendants of ``top`` whose command line contains ``needle``."""
+    found = []
+    for proc in top.children(recursive=True):
+        try:
+            if needle in " ".join(proc.cmdline()):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
 def _exec_ns(task: Path) -> int:
     """A thread's CPU time in nanoseconds: ``se.sum_exec_runtime`` of its ``sched`` file.
 
@@ -356,14 +368,7 @@ class Pool:
         return psutil.Process(self.proc.pid)
 
     def _named(self, needle: str) -> list[psutil.Process]:
-        found = []
-        for proc in self.supervisor.children(recursive=True):
-            try:
-                if needle in " ".join(proc.cmdline()):
-                    found.append(proc)
-            except psutil.Error:
-                continue
-        return found
+        return descendants_named(self.supervisor, needle)
 
     def workers(self) -> list[psutil.Process]:
         return self._named("coretsia.supervisor.launcher")
@@ -1115,8 +1120,21 @@ def table(results: Results) -> str:
     return out.markdown()
 
 
+def commit() -> str:
+    """The checked-out commit, ``+dirty`` when the tree has changes (what was measured)."""
+    git = ["git", "-C", str(BENCH)]
+    head = subprocess.run(
+        [*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    )
+    dirty = subprocess.run(
+        [*git, "status", "--porcelain"], capture_output=True, text=True, check=False
+    )
+    return (head.stdout.strip() or "unknown") + ("+dirty" if dirty.stdout.strip() else "")
+
+
 def machine() -> dict[str, object]:
     return {
+        "commit": commit(),
         "cores": os.cpu_count(),
         "python": platform.python_version(),
         "implementation": platform.python_implementation(),
