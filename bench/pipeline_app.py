@@ -16,7 +16,8 @@ no line: a line means the handler ran to its end.
 
 The Coretsia handlers also write, on their first call in a process, the ``journal_mode``
 and ``synchronous`` of the queue connection that leased the task to ``probe.log`` (read
-after the run: the durability actually in force, not what a document says).
+after the run: the durability actually in force, not what a document says), or
+``unprobed`` and why when that connection could not be found.
 """
 
 from __future__ import annotations
@@ -56,8 +57,12 @@ def run_sleep(payload: str, seconds: float) -> None:
 def _probe() -> None:
     """Once per process: the pragmas of the queue connection that leased this task.
 
-    Read from the caller's frames (``SqliteTask.run`` holds the task, which holds its
-    queue): two ``PRAGMA`` reads, a few microseconds, on the first task only.
+    Read from the caller's frames (``SqliteTask.run`` holds the task, whose private
+    ``_queue`` is the ``SqliteQueue``, whose private ``_conn`` is the connection): two
+    ``PRAGMA`` reads, a few microseconds, on the first task only. There is no public way
+    to reach that connection, so when those names change the line says so
+    (``<pid> unprobed <why>``) and the benchmark stops with that reason instead of
+    reporting the durability as not probed.
     """
     global _probed
     if _probed:
@@ -68,13 +73,18 @@ def _probe() -> None:
     frame = sys._getframe(1)
     while frame is not None:
         queue = getattr(frame.f_locals.get("self"), "_queue", None)
-        conn = getattr(queue, "_conn", None)
-        if conn is not None:
+        if queue is not None:
+            conn = getattr(queue, "_conn", None)
+            if conn is None:
+                why = f"{type(queue).__name__} has no _conn"
+                _append(PROBE, f"{os.getpid()} unprobed {why}\n")
+                return
             journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
             synchronous = conn.execute("PRAGMA synchronous").fetchone()[0]
             _append(PROBE, f"{os.getpid()} {journal} {synchronous}\n")
             return
         frame = frame.f_back
+    _append(PROBE, f"{os.getpid()} unprobed no caller frame holds self._queue\n")
 
 
 def noop(payload: str) -> None:
