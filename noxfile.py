@@ -234,7 +234,8 @@ def bench_queue(session: nox.Session) -> None:
 
     Syncs the ``bench`` dependency group too (Huey). Prints the table and writes
     bench/results/queue-<timestamp>.{json,md}; see docs/performance.md. Arguments after
-    ``--`` go to bench/pipeline.py (``--runs 5``, ``--sizes 1,4``, ``--soak``, ``--only soak``).
+    ``--`` go to bench/pipeline.py (``--runs 5``, ``--sizes 1,4``, ``--tasks 1000``,
+    ``--soak``, ``--only soak --soak-tasks 2000``, ``--huey-synchronous FULL``).
     """
     _sync(session, "--all-packages", "--group", "bench")
     session.run("python", str(ROOT / "bench" / "pipeline.py"), *session.posargs)
