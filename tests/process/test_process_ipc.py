@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from commands import run_process
 from pools import assert_none_left, processes_in, wait_for, wait_gone
 
 from coretsia.supervisor.config import parse_config
@@ -226,15 +227,7 @@ def run_app(
     root: Path, *args: str, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run ``app.py`` to completion: ``start`` returns only after every worker is reaped."""
-    return subprocess.run(
-        [sys.executable, "app.py", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
+    return run_process([sys.executable, "app.py", *args], cwd=root, env=env, timeout=90)
 
 
 def ipc_record(root: Path) -> dict[str, object]:

@@ -7,8 +7,6 @@ source meets the real context: ``options``, ``generation``, the inherited stop d
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tempfile
 import textwrap
 import time
@@ -16,6 +14,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from commands import QUEUE_CLI, run_process
 from pools import Supervisor, assert_none_left, cli, lock_held, wait_for
 
 APP = """
@@ -46,8 +45,6 @@ force_kill_timeout_ms = 1000
 handler = "sqlite_pool_app:handle"
 max_attempts = 2
 """
-
-QUEUE_CLI = str(Path(sys.executable).with_name("coretsia-sqlite-queue"))
 
 
 def make_root(tmp: str, driver: str | None = None) -> Path:
@@ -101,15 +98,8 @@ def start() -> Iterator[Callable[[Path], Supervisor]]:
 
 
 def queue_cli(root: Path, *args: str, stdin: str | None = None) -> str:
-    done = subprocess.run(
-        [QUEUE_CLI, *args, "--db", "var/queue.sqlite3"],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=root,
-        timeout=30,
-        check=True,
-    )
+    done = run_process([QUEUE_CLI, *args, "--db", "var/queue.sqlite3"], stdin=stdin, cwd=root)
+    assert (done.returncode, done.stderr) == (0, ""), done
     return done.stdout
 
 
