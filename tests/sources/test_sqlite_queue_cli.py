@@ -6,11 +6,12 @@ import io
 import json
 import os
 import re
-import subprocess
+import sqlite3
 import sys
 from pathlib import Path
 
 import pytest
+from commands import QUEUE_CLI, run_process
 
 from coretsia.sources import cli
 from coretsia.sources.sqlite_queue import SqliteQueue
@@ -31,29 +32,20 @@ def _run(
     return code, out, err
 
 
-SCRIPT = str(Path(sys.executable).with_name("coretsia-sqlite-queue"))
-"""The installed console script, as an operator runs it."""
+NOT_BOTH_NOT_NEITHER = (
+    "coretsia-sqlite-queue: usage error: give message ids or --all, not both and not neither"
+)
+USAGE = {
+    "retry": "usage: coretsia-sqlite-queue retry [-h] --db PATH [--all] [ID ...]",
+    "purge": "usage: coretsia-sqlite-queue purge [-h] --db PATH (--done | --failed)",
+}
 
 
-def _process(
-    argv: list[str],
-    *,
-    stdin: str | None = None,
-    cwd: Path | None = None,
-    env: dict[str, str] | None = None,
-    umask: int = -1,
-) -> subprocess.CompletedProcess[str]:
-    """Run a real process, output captured, bounded by a timeout."""
-    return subprocess.run(
-        argv,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        umask=umask,
-        timeout=30,
-        check=False,
+def _bad_id(text: str) -> str:
+    """argparse's error line for a retry ``ID`` that is not one."""
+    return (
+        "coretsia-sqlite-queue retry: error: argument ID: "
+        f"not a message id: '{text}' (ids are 1 to 9223372036854775807)"
     )
 
 
@@ -136,17 +128,60 @@ def test_stats_of_a_missing_database_fails_without_creating_it(
     assert not db.exists()
 
 
-def test_a_foreign_file_is_a_short_error(
-    short_dir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+EVERY_COMMAND = [
+    ["enqueue", "x"],
+    ["stats"],
+    ["stats", "--json"],
+    ["failed"],
+    ["failed", "--json"],
+    ["retry", "1"],
+    ["retry", "--all"],
+    ["purge", "--done"],
+    ["purge", "--failed"],
+]
+
+
+@pytest.mark.parametrize("argv", EVERY_COMMAND)
+def test_a_file_that_is_not_a_database_is_a_short_error(
+    short_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
 ) -> None:
     path = short_dir / "notes.txt"
-    path.write_text("not a database\n" * 200)
-    for argv in (["stats", "--db", str(path)], ["enqueue", "--db", str(path), "x"]):
-        code, out, err = _run(argv, capsys, monkeypatch)
-        assert (code, out) == (1, "")
-        assert err.startswith("coretsia-sqlite-queue: error: ")
-        assert err.count("\n") == 1
-        assert "Traceback" not in err
+    text = "not a database\n" * 200
+    path.write_text(text)
+    code, out, err = _run([argv[0], "--db", str(path), *argv[1:]], capsys, monkeypatch)
+    assert (code, out) == (1, "")
+    assert err == (
+        "coretsia-sqlite-queue: error: cannot open the queue database: file is not a database\n"
+    )
+    assert path.read_text() == text
+    assert sorted(os.listdir(short_dir)) == ["notes.txt"]
+
+
+@pytest.mark.parametrize("argv", EVERY_COMMAND)
+def test_another_applications_database_is_a_short_error(
+    short_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    argv: list[str],
+) -> None:
+    path = short_dir / "app.sqlite3"
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("CREATE TABLE notes (text TEXT)")
+        conn.execute("INSERT INTO notes VALUES ('mine')")
+    conn.close()
+    code, out, err = _run([argv[0], "--db", str(path), *argv[1:]], capsys, monkeypatch)
+    assert (code, out) == (1, "")
+    assert err == "coretsia-sqlite-queue: error: the file is not a Coretsia queue database\n"
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("notes",)]
+        assert conn.execute("SELECT text FROM notes").fetchall() == [("mine",)]
+    finally:
+        conn.close()
 
 
 @pytest.mark.parametrize(
@@ -164,14 +199,16 @@ def test_usage_errors_exit_2(
 def test_the_console_script_is_installed(short_dir: Path) -> None:
     """The real executable, as an operator runs it: stdin in, JSON stats out."""
     env = {**os.environ, "PYTHONWARNINGS": "error"}
-    enqueued = _process(
-        [SCRIPT, "enqueue", "--db", "var/q.sqlite3"],
+    enqueued = run_process(
+        [QUEUE_CLI, "enqueue", "--db", "var/q.sqlite3"],
         stdin="job-1\njob-2\n",
         cwd=short_dir,
         env=env,
     )
     assert (enqueued.returncode, enqueued.stdout, enqueued.stderr) == (0, "enqueued 2\n", "")
-    stats = _process([SCRIPT, "stats", "--db", "var/q.sqlite3", "--json"], cwd=short_dir, env=env)
+    stats = run_process(
+        [QUEUE_CLI, "stats", "--db", "var/q.sqlite3", "--json"], cwd=short_dir, env=env
+    )
     assert (stats.returncode, stats.stderr) == (0, "")
     assert stats.stdout == '{"done":0,"failed":0,"in_flight":0,"pending":2}\n'
 
@@ -220,6 +257,26 @@ class TestFailed:
         assert rows[0]["settled_at"].endswith("Z")
         assert "secret" not in out
 
+    def test_no_failure_time_and_no_error_are_shown_as_such(
+        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """``fail`` without an error; a failure time missing (a row written by hand)."""
+        with SqliteQueue(db) as queue:
+            queue.enqueue(["secret"])
+            message = queue.lease("g")
+            assert message is not None
+            assert queue.fail(message, 1) == "failed"
+        conn = sqlite3.connect(db)
+        with conn:
+            conn.execute("UPDATE messages SET settled_at = NULL WHERE id = 1")
+        conn.close()
+        assert _run(["failed", "--db", str(db)], capsys, monkeypatch) == (0, "1\t1\t-\t\n", "")
+        assert _run(["failed", "--db", str(db), "--json"], capsys, monkeypatch) == (
+            0,
+            '[{"attempts":1,"id":1,"last_error":null,"settled_at":null}]\n',
+            "",
+        )
+
     def test_none_failed(
         self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -229,6 +286,23 @@ class TestFailed:
 
 
 class TestRetry:
+    def test_an_id_beyond_sqlites_integers_is_a_usage_error(self, db: Path) -> None:
+        """The console script as an operator runs it: exit 2, argparse's message, nothing else."""
+        _with_failures(db)
+        retried = run_process([QUEUE_CLI, "retry", "--db", str(db), "99999999999999999999"])
+        assert (retried.returncode, retried.stdout) == (2, "")
+        assert retried.stderr.splitlines() == [USAGE["retry"], _bad_id("99999999999999999999")]
+        with SqliteQueue(db) as queue:
+            assert queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 2}
+
+    def test_the_largest_id_is_looked_up(
+        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        _with_failures(db)
+        assert _run(
+            ["retry", "--db", str(db), "2", "9223372036854775807"], capsys, monkeypatch
+        ) == (1, "retried 1\n", "coretsia-sqlite-queue: error: no message 9223372036854775807\n")
+
     def test_ids_retry_the_failed_and_report_the_rest(
         self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
@@ -258,7 +332,8 @@ class TestRetry:
 
 class TestPurge:
     @pytest.mark.parametrize(
-        ("flag", "count", "left"), [("--done", 1, "failed"), ("--failed", 2, "done")]
+        ("flag", "count", "left"),
+        [("--done", 1, {"done": 0, "failed": 2}), ("--failed", 2, {"done": 1, "failed": 0})],
     )
     def test_deletes_one_state_and_prints_the_count(
         self,
@@ -267,7 +342,7 @@ class TestPurge:
         monkeypatch: pytest.MonkeyPatch,
         flag: str,
         count: int,
-        left: str,
+        left: dict[str, int],
     ) -> None:
         _with_failures(db)
         assert _run(["purge", "--db", str(db), flag], capsys, monkeypatch) == (
@@ -276,21 +351,31 @@ class TestPurge:
             "",
         )
         with SqliteQueue(db) as queue:
-            stats = queue.stats()
-        assert stats["pending"] == 1
-        assert stats[left] > 0
-        assert stats[flag[2:]] == 0
+            assert queue.stats() == {"pending": 1, "in_flight": 0, **left}
 
 
 @pytest.mark.parametrize(
-    ("command", "tail"),
+    ("command", "tail", "message"),
     [
-        ("retry", []),
-        ("retry", ["--all", "2"]),
-        ("retry", ["0"]),
-        ("retry", ["x"]),
-        ("purge", []),
-        ("purge", ["--done", "--failed"]),
+        ("retry", [], NOT_BOTH_NOT_NEITHER),
+        ("retry", ["--all", "2"], NOT_BOTH_NOT_NEITHER),
+        ("retry", ["0"], _bad_id("0")),
+        ("retry", ["-1"], _bad_id("-1")),
+        ("retry", ["x"], _bad_id("x")),
+        ("retry", ["9223372036854775808"], _bad_id("9223372036854775808")),  # 2**63
+        ("retry", ["99999999999999999999"], _bad_id("99999999999999999999")),
+        ("retry", ["1", "99999999999999999999"], _bad_id("99999999999999999999")),
+        (
+            "purge",
+            [],
+            "coretsia-sqlite-queue purge: error: one of the arguments --done --failed is required",
+        ),
+        (
+            "purge",
+            ["--done", "--failed"],
+            "coretsia-sqlite-queue purge: error: "
+            "argument --failed: not allowed with argument --done",
+        ),
     ],
 )
 def test_retry_and_purge_usage_errors_change_nothing(
@@ -299,12 +384,18 @@ def test_retry_and_purge_usage_errors_change_nothing(
     monkeypatch: pytest.MonkeyPatch,
     command: str,
     tail: list[str],
+    message: str,
 ) -> None:
-    """Ids or --all (positive integers) for retry; exactly one state for purge."""
+    """Ids (1 to SQLite's largest integer) or --all for retry; exactly one state for purge.
+
+    argparse's own errors print the command's usage line first; ours (a command line that
+    parses but makes no sense) only the one line.
+    """
     _with_failures(db)
     code, out, err = _run([command, "--db", str(db), *tail], capsys, monkeypatch)
     assert (code, out) == (2, "")
-    assert "usage" in err
+    ours = message == NOT_BOTH_NOT_NEITHER
+    assert err.splitlines() == ([message] if ours else [USAGE[command], message])
     with SqliteQueue(db) as queue:
         assert queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 2}
 
@@ -323,15 +414,21 @@ def test_the_operator_commands_never_create_a_database(
     assert not db.parent.exists()
 
 
-@pytest.mark.parametrize("umask", [0o022, 0o000])
+@pytest.mark.parametrize("umask", [0o022, 0o000, 0o277])
 def test_files_and_directories_are_private_whatever_the_umask(short_dir: Path, umask: int) -> None:
-    """The console script (and a worker's waiter and lock) create 0600 files and 0700 dirs."""
+    """The console script (and a worker's waiter and lock) create 0600 files and 0700 dirs.
+
+    Under 022 and 000 a plain ``mkdir``/``open`` would give 0755/0644 or 0777/0666; 277
+    takes the owner's own write bit, which only setting the mode after creating undoes
+    (a ``0500`` parent could not even hold the database).
+    """
     existing = short_dir / "mine"
     existing.mkdir(mode=0o755)
     existing.chmod(0o755)
     db = existing / "a" / "b" / "q.sqlite3"
-    enqueued = _process([SCRIPT, "enqueue", "--db", str(db), "job"], umask=umask)
+    enqueued = run_process([QUEUE_CLI, "enqueue", "--db", str(db), "job"], umask=umask)
     assert (enqueued.returncode, enqueued.stderr) == (0, "")
+    assert os.listdir(db.parent) == ["q.sqlite3"]  # the worker below makes the rest
     worker = (
         "import json, os, sys\n"
         "from coretsia.sources.sqlite_queue import SqliteQueue\n"
@@ -343,9 +440,10 @@ def test_files_and_directories_are_private_whatever_the_umask(short_dir: Path, u
         "    print(json.dumps({os.path.basename(p): os.stat(p).st_mode & 0o777 for p in paths}))\n"
         "    waiter.close()\n"
     )
-    leased = _process([sys.executable, "-c", worker, str(db)], umask=umask)
+    leased = run_process([sys.executable, "-c", worker, str(db)], umask=umask)
     assert (leased.returncode, leased.stderr) == (0, "")
-    # While open (SQLite removes -wal and -shm when the last connection closes):
+    # While open (SQLite removes -wal and -shm when the last connection closes; the lock
+    # file goes with the queue object):
     assert json.loads(leased.stdout) == {
         "q.sqlite3-wal": 0o600,
         "q.sqlite3-shm": 0o600,

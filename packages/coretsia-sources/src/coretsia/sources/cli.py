@@ -113,11 +113,18 @@ def _command(
     return command
 
 
+_MAX_ID = 2**63 - 1
+"""The largest id SQLite can hold (a signed 64-bit INTEGER): a larger one cannot be bound."""
+
+
 def _message_id(text: str) -> int:
-    """An argparse type: a positive integer id (argparse turns ValueError into usage)."""
-    value = int(text)
-    if value < 1:
-        raise ValueError(text)
+    """An argparse type: an id from 1 to ``_MAX_ID`` (anything else is a usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= _MAX_ID:
+        raise argparse.ArgumentTypeError(f"not a message id: {text!r} (ids are 1 to {_MAX_ID})")
     return value
 
 
