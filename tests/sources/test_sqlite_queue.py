@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from coretsia.sources.sqlite_queue import (
+    _PURGE_BATCH,
     INTERRUPTED,
     LeaseLostError,
     Message,
@@ -419,12 +420,31 @@ class TestOperatorTools:
         assert queue.stats() == _counts(pending=1)
         assert queue.purge("failed") == 0
 
-    def test_purge_in_batches_deletes_everything(self, queue: SqliteQueue) -> None:
-        queue.enqueue(str(i) for i in range(1201))
+    @pytest.mark.parametrize(
+        ("rows", "deletes"),
+        [
+            (2 * _PURGE_BATCH - 1, 2),  # a short batch ends it
+            (2 * _PURGE_BATCH, 3),  # a full batch asks again: the third finds nothing
+            (2 * _PURGE_BATCH + 1, 3),
+        ],
+    )
+    def test_purge_deletes_everything_in_batches(
+        self, queue: SqliteQueue, rows: int, deletes: int
+    ) -> None:
+        """One DELETE of at most ``_PURGE_BATCH`` rows per transaction, until one is short."""
+        queue.enqueue(str(i) for i in range(rows))
+        queue.enqueue(["leased"])
         while (message := queue.lease("g")) is not None:
-            queue.ack(message)
-        assert queue.purge("done") == 1201
-        assert queue.stats() == _counts()
+            if message.payload != "leased":
+                queue.ack(message)
+        statements: list[str] = []
+        queue._conn.set_trace_callback(statements.append)
+        try:
+            assert queue.purge("done") == rows
+        finally:
+            queue._conn.set_trace_callback(None)
+        assert [s.split()[0] for s in statements] == ["DELETE"] * deletes  # each autocommits
+        assert queue.stats() == _counts(in_flight=1)
 
     def test_purge_refuses_other_states(self, queue: SqliteQueue) -> None:
         with pytest.raises(ValueError, match="done"):
