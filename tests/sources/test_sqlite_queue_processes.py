@@ -8,6 +8,7 @@ batches, and stops when the parent closes the pipe's write end.
 from __future__ import annotations
 
 import os
+import select
 import sqlite3
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pools import wait_for
 
 from coretsia.sources.sqlite_queue import SqliteQueue
 from coretsia.sources.sqlite_source import make_source
@@ -61,15 +63,19 @@ source.close()
 
 
 class Workers:
-    """Child worker processes sharing one stop pipe; all killed and reaped at the end."""
+    """Child worker processes sharing one stop pipe; all killed and reaped at the end.
+
+    Their stdout is unbuffered bytes on our side: a line read leaves nothing behind in a
+    Python buffer, so a ``select`` on the descriptor tells whether the next line is there.
+    """
 
     def __init__(self, root: Path, app_dir: Path) -> None:
         self.root = root
         self.app_dir = app_dir
         self.stop_read, self.stop_write = os.pipe()
-        self.procs: list[subprocess.Popen[str]] = []
+        self.procs: list[subprocess.Popen[bytes]] = []
 
-    def start(self, count: int, handler: str, generation: str) -> list[subprocess.Popen[str]]:
+    def start(self, count: int, handler: str, generation: str) -> list[subprocess.Popen[bytes]]:
         started = [
             subprocess.Popen(
                 [
@@ -85,14 +91,13 @@ class Workers:
                 cwd=self.root,
                 pass_fds=(self.stop_read,),
                 stdout=subprocess.PIPE,
-                text=True,
+                bufsize=0,
             )
             for _ in range(count)
         ]
         self.procs += started
         for proc in started:
-            assert proc.stdout is not None
-            assert proc.stdout.readline().split() == ["ready", "True"]
+            assert read_line(proc, timeout=30) == "ready True"
         return started
 
     def stop(self) -> None:
@@ -109,6 +114,20 @@ class Workers:
             proc.wait(timeout=10)
             if proc.stdout is not None:
                 proc.stdout.close()
+
+
+def read_line(proc: subprocess.Popen[bytes], timeout: float = 15) -> str:
+    """The child's next line, without its end; fails the test if none comes in time.
+
+    The children print each line in one flushed write (shorter than ``PIPE_BUF``), so a
+    readable pipe holds a whole line and ``readline`` does not block after ``select``.
+    """
+    assert proc.stdout is not None
+    if not select.select([proc.stdout], [], [], timeout)[0]:
+        raise AssertionError(f"no line from pid {proc.pid} within {timeout} s")
+    line = proc.stdout.readline().decode()
+    assert line.endswith("\n"), f"pid {proc.pid} ended its output with {line!r}"
+    return line[:-1]
 
 
 @pytest.fixture
@@ -128,15 +147,13 @@ def test_concurrent_workers_lease_every_message_exactly_once(
         for batch in range(10):
             queue.enqueue(f"m{batch}-{i}" for i in range(total // 10))
             time.sleep(0.02)
-        deadline = time.monotonic() + 15
-        while queue.stats()["done"] < total and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: queue.stats()["done"] >= total, timeout=15)  # an ack pokes no one
         assert queue.stats() == {"pending": 0, "in_flight": 0, "done": total, "failed": 0}
     workers.stop()  # every waiting receive returns None at once
     leased: list[int] = []
     for proc in procs:
         out, _ = proc.communicate(timeout=10)
-        lines = out.splitlines()
+        lines = out.decode().splitlines()
         assert lines[-1] == "stopped"
         assert proc.returncode == 0
         leased += [int(line.split()[1]) for line in lines[:-1]]
@@ -154,8 +171,7 @@ def test_a_sigkilled_worker_loses_nothing(
     (victim,) = workers.start(1, "cq_handlers:hang", "gen-1")
     with SqliteQueue(short_dir / "var" / "q.sqlite3") as queue:
         queue.enqueue(["precious", "next"])
-    assert victim.stdout is not None
-    assert victim.stdout.readline().split() == ["leased", "1"]
+    assert read_line(victim) == "leased 1"
     victim.kill()
     victim.wait(timeout=10)
 
@@ -185,8 +201,7 @@ def test_two_pools_on_one_database_never_take_each_others_live_lease(
     db = short_dir / "var" / "q.sqlite3"
     with SqliteQueue(db) as queue:
         queue.enqueue(["long-task"])
-    assert pool_a.stdout is not None
-    assert pool_a.stdout.readline().split() == ["leased", "1"]
+    assert read_line(pool_a) == "leased 1"
 
     pool_b = workers.start(1, "cq_handlers:record", "pool-b")  # recovers at construction
     with SqliteQueue(db) as queue:
@@ -200,16 +215,14 @@ def test_two_pools_on_one_database_never_take_each_others_live_lease(
     pool_a.wait(timeout=10)
     pool_b += workers.start(1, "cq_handlers:record", "pool-b")  # a new worker recovers it
     with SqliteQueue(db) as queue:
-        deadline = time.monotonic() + 15
-        while queue.stats()["done"] != 1 and time.monotonic() < deadline:
-            time.sleep(0.05)  # a bounded poll: an ack pokes no one
+        wait_for(lambda: queue.stats()["done"] == 1, timeout=15)  # an ack pokes no one
         assert queue.stats() == {"pending": 0, "in_flight": 0, "done": 1, "failed": 0}
     workers.stop()
     leased = []
     for proc in pool_b:
         assert proc.wait(timeout=10) == 0
         assert proc.stdout is not None
-        out = proc.stdout.read()  # not communicate(): it would skip what readline buffered
+        out = proc.stdout.read().decode()  # the child has exited: this ends at end of file
         leased += [line for line in out.splitlines() if line.startswith("leased")]
     assert leased == ["leased 1"]  # once, by pool B, after pool A died
     assert not os.path.exists(f"{db}.generations/pool-a.lock")  # the dead pool's is swept
