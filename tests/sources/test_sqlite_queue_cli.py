@@ -154,7 +154,7 @@ def test_a_file_that_is_not_a_database_is_a_short_error(
     code, out, err = _run([argv[0], "--db", str(path), *argv[1:]], capsys, monkeypatch)
     assert (code, out) == (1, "")
     assert err == (
-        "coretsia-sqlite-queue: error: cannot open the queue database: file is not a database\n"
+        "coretsia-sqlite-queue: error: cannot use the queue database: file is not a database\n"
     )
     assert path.read_text() == text
     assert sorted(os.listdir(short_dir)) == ["notes.txt"]
@@ -173,9 +173,12 @@ def test_another_applications_database_is_a_short_error(
         conn.execute("CREATE TABLE notes (text TEXT)")
         conn.execute("INSERT INTO notes VALUES ('mine')")
     conn.close()
+    before = path.read_bytes()
     code, out, err = _run([argv[0], "--db", str(path), *argv[1:]], capsys, monkeypatch)
     assert (code, out) == (1, "")
     assert err == "coretsia-sqlite-queue: error: the file is not a Coretsia queue database\n"
+    assert path.read_bytes() == before  # refused before anything was written (not even WAL)
+    assert sorted(os.listdir(short_dir)) == ["app.sqlite3"]
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("notes",)]

@@ -249,8 +249,10 @@ class SqliteQueue:
         except sqlite3.Error as error:
             raise QueueError(f"cannot open the queue database: {error}") from error
         try:
-            self._configure()
+            # The schema first: a file that is not ours is refused before anything in it
+            # changes (switching to WAL rewrites its header).
             self._ensure_schema(create=create)
+            self._configure()
         except BaseException:
             self._conn.close()
             raise
