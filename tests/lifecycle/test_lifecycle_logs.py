@@ -122,9 +122,8 @@ def test_failed_task_is_logged_with_safe_fields_only(root: Path, supervisors) ->
     """A failing task logs task.failed: slot, attempt, retried, class name; no payload."""
     from coretsia.sources.sqlite_queue import SqliteQueue
 
-    write_root(root, task_source="sqlite", workers=1)
-    with (root / "coretsia.toml").open("a") as config:
-        config.write('\n[worker.source_options]\nhandler = "failing:handle"\nmax_attempts = 2\n')
+    options = {"handler": "failing:handle", "max_attempts": 2}
+    write_root(root, task_source="sqlite", workers=1, source_options=options)
     (root / "failing.py").write_text(FAILING_HANDLER)
     with SqliteQueue(root / "var/queue.sqlite3") as queue:
         queue.enqueue(["card-4111-1111"])
@@ -135,6 +134,8 @@ def test_failed_task_is_logged_with_safe_fields_only(root: Path, supervisors) ->
     assert supervisor.finish() == 0
     _assert_safe(supervisor, "card-4111-1111", "the message names")
     failures = [e for e in supervisor.logs if e["event"] == "task.failed"]
+    fields = {"event", "level", "ts", "slot", "attempt", "retried", "error_type"}
+    assert all(set(e) == fields for e in failures), failures
     assert [(e["slot"], e["attempt"], e["retried"], e["error_type"]) for e in failures] == [
         (0, 1, True, "ValueError"),
         (0, 2, False, "ValueError"),

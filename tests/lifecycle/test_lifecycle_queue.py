@@ -46,9 +46,9 @@ def until_stop(payload):
 
 
 def queue_root(root: Path, handler: str = "handle", **worker: object) -> SqliteQueue:
-    write_root(root, task_source="sqlite", **worker)
-    with (root / "coretsia.toml").open("a") as config:
-        config.write(f'\n[worker.source_options]\nhandler = "queue_app:{handler}"\n')
+    write_root(
+        root, task_source="sqlite", source_options={"handler": f"queue_app:{handler}"}, **worker
+    )
     (root / "queue_app.py").write_text(textwrap.dedent(HANDLER))
     return SqliteQueue(str(root / "var/queue.sqlite3"))
 

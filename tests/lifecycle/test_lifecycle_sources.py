@@ -298,9 +298,9 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def http_root(root: Path, task_source: str | None = None) -> None:
     """An http pool with no source of its own and the options the fixture source expects."""
-    write_root(root, task_type="http", task_source=task_source)
-    with (root / "coretsia.toml").open("a") as config:
-        config.write('\n[worker.source_options]\ngreeting = "hello"\n')
+    write_root(
+        root, task_type="http", task_source=task_source, source_options={"greeting": "hello"}
+    )
 
 
 def app_root(root: Path, **worker: object) -> None:

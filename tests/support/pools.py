@@ -201,11 +201,14 @@ def _current_driver(root: Path) -> str | None:
     return driver
 
 
-def write_root(root: Path, **worker: object) -> Path:
+def write_root(
+    root: Path, *, source_options: Mapping[str, object] | None = None, **worker: object
+) -> Path:
     """Write ``coretsia.toml`` (its ``[worker]`` table from ``worker``) and the test app.
 
     The driver already configured for this root is kept unless ``driver`` is given, so a
-    test parametrized by driver can rewrite its configuration freely.
+    test parametrized by driver can rewrite its configuration freely. ``source_options``
+    becomes the ``[worker.source_options]`` table.
     """
     if "driver" not in worker and (driver := _current_driver(root)) is not None:
         worker["driver"] = driver
@@ -217,8 +220,18 @@ def write_root(root: Path, **worker: object) -> Path:
         "force_kill_timeout_ms": 1000,
         **worker,
     }
-    lines = ["[worker]"]
-    for key, value in settings.items():
+    lines = ["[worker]", *_toml_lines(settings)]
+    if source_options is not None:
+        lines += ["", "[worker.source_options]", *_toml_lines(source_options)]
+    (root / "coretsia.toml").write_text("\n".join(lines) + "\n")
+    (root / "lifecycle_app.py").write_text(textwrap.dedent(SOURCES))
+    return root
+
+
+def _toml_lines(table: Mapping[str, object]) -> list[str]:
+    """``key = value`` lines of a flat TOML table (booleans, integers, strings)."""
+    lines = []
+    for key, value in table.items():
         if value is None:  # leave the key out: its default (or discovery) applies
             continue
         if isinstance(value, bool):
@@ -227,9 +240,7 @@ def write_root(root: Path, **worker: object) -> Path:
             lines.append(f"{key} = {value}")
         else:
             lines.append(f'{key} = "{value}"')
-    (root / "coretsia.toml").write_text("\n".join(lines) + "\n")
-    (root / "lifecycle_app.py").write_text(textwrap.dedent(SOURCES))
-    return root
+    return lines
 
 
 class Supervisor:
