@@ -13,11 +13,12 @@ import collections
 import datetime
 import math
 import os
+import sqlite3
 import tempfile
 import textwrap
 from pathlib import Path
 
-from pools import cli, wait_for, wait_gone, write_root
+from pools import assert_none_left, cli, wait_for, write_root
 
 from coretsia.sources.sqlite_queue import SqliteQueue
 
@@ -47,9 +48,7 @@ took 1.7 to 4.3 s. Generous against a slow machine, tight against that regressio
 
 
 def load_root(root: Path, **worker: object) -> SqliteQueue:
-    write_root(root, task_source="sqlite", **worker)
-    with (root / "coretsia.toml").open("a") as config:
-        config.write('\n[worker.source_options]\nhandler = "load_app:handle"\n')
+    write_root(root, task_source="sqlite", source_options={"handler": "load_app:handle"}, **worker)
     (root / "load_app.py").write_text(textwrap.dedent(HANDLER))
     return SqliteQueue(str(root / "var/queue.sqlite3"))
 
@@ -114,9 +113,11 @@ class TestLoad:
         """200 tasks of 50 ms on 4 workers: within 1/0.75 of the ideal parallel time."""
         workers, total, task_s = 4, 200, 0.05
         queue = load_root(root, workers=workers, max_requests=1000)
-        queue.enqueue([f"sleep-{n}" for n in range(total)])
         supervisor = supervisors(root)
         supervisor.wait_running()
+        # Queued once every worker is ready and idle: the drain alone is measured, not
+        # the order in which the workers happened to boot.
+        queue.enqueue([f"sleep-{n}" for n in range(total)])
         wait_for(lambda: queue.stats()["done"] == total, timeout=60)
         assert cli(root, "stop").returncode == 0
         assert supervisor.finish() == 0
@@ -124,11 +125,29 @@ class TestLoad:
         assert len(runs) == total
         per_pid = collections.Counter(pid for _, pid, *_ in runs)
         assert len(per_pid) == workers, per_pid  # every slot served
-        # From the first task's start to the last one's end: the pool was running and
-        # every message queued, so this is the drain time the workers themselves set.
         elapsed = max(end for *_, end in runs) - min(start for *_, start, _ in runs)
         ideal = total * task_s / workers
         assert elapsed <= ideal / 0.75, (elapsed, ideal, sorted(per_pid.values()))
+        queue.close()
+
+    def test_workers_boot_while_another_process_holds_the_writer_lock(
+        self, root: Path, supervisors
+    ) -> None:  # type: ignore[no-untyped-def]
+        """Booting a worker takes no writer lock: a pool starts beside a long write."""
+        queue = load_root(root, workers=4)
+        queue.enqueue(["task-0"])
+        writer = sqlite3.connect(root / "var/queue.sqlite3", isolation_level=None)
+        try:
+            writer.execute("BEGIN IMMEDIATE")  # held across the whole start
+            supervisor = supervisors(root)
+            supervisor.wait_running()
+            assert queue.stats()["pending"] == 1  # nobody could lease meanwhile
+            writer.execute("ROLLBACK")
+            wait_for(lambda: queue.stats()["done"] == 1)
+        finally:
+            writer.close()
+        assert cli(root, "stop").returncode == 0
+        assert supervisor.finish() == 0
         queue.close()
 
 
@@ -141,46 +160,59 @@ _LOG = os.open(os.environ["LOAD_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0
 
 def handle(payload):
     started = time.monotonic()
-    time.sleep(0.01)
+    if payload == "gate":
+        # Holds its lease until the test opens the FIFO for writing and closes it.
+        os.write(_LOG, b"gate-taken\\n")
+        fd = os.open(os.environ["LOAD_GATE"], os.O_RDONLY)
+        try:
+            os.read(fd, 1)
+        finally:
+            os.close(fd)
+    else:
+        time.sleep(0.01)
     line = f"{payload} {os.getpid()} {started:.6f} {time.monotonic():.6f}\\n"
     os.write(_LOG, line.encode())
 """
 
 
 def test_two_roots_share_one_database(supervisors) -> None:  # type: ignore[no-untyped-def]
-    """Pool B starts while pool A holds leases: no message runs twice, neither fails."""
-    with tempfile.TemporaryDirectory(prefix="cw-", dir="/tmp") as shared:
-        database = Path(shared) / "queue.sqlite3"
-        log = Path(shared) / "attempts.log"
-        roots = []
-        for name in ("a", "b"):
-            pool_root = Path(shared) / name
+    """Pool B boots while pool A holds a live lease: it is never taken, neither pool fails."""
+    with tempfile.TemporaryDirectory(prefix="cw-", dir="/tmp") as tmp:
+        shared = Path(tmp)
+        database, gate = shared / "queue.sqlite3", shared / "gate.fifo"
+        os.mkfifo(gate)
+        roots = [shared / "a", shared / "b"]
+        logs = [shared / "a.log", shared / "b.log"]
+        options = {"handler": "shared_app:handle", "database": str(database)}
+        for pool_root in roots:
             pool_root.mkdir()
-            write_root(pool_root, task_source="sqlite", workers=2)
-            with (pool_root / "coretsia.toml").open("a") as config:
-                config.write(
-                    f'\n[worker.source_options]\nhandler = "shared_app:handle"\n'
-                    f'database = "{database}"\n'
-                )
+            write_root(pool_root, task_source="sqlite", workers=2, source_options=options)
             (pool_root / "shared_app.py").write_text(textwrap.dedent(SHARED_HANDLER))
-            roots.append(pool_root)
         total = 400
         queue = SqliteQueue(database)
-        queue.enqueue([f"task-{n}" for n in range(total)])
-        env = {**os.environ, "LOAD_LOG": str(log)}
-        first = supervisors(roots[0], env=env)
-        first.wait_running()
-        wait_for(lambda: queue.stats()["done"] >= 20)
-        assert queue.stats()["in_flight"] >= 1  # A holds live leases as B starts
-        second = supervisors(roots[1], env=env)
-        second.wait_running()
-        wait_for(lambda: queue.stats()["done"] == total, timeout=120)
-        for pool_root, supervisor in zip(roots, (first, second), strict=True):
-            assert cli(pool_root, "stop").returncode == 0
-            assert supervisor.finish() == 0
-            assert wait_gone(pool_root) == []
+        queue.enqueue(["gate"] + [f"task-{n}" for n in range(total - 1)])
+        try:
+            env = {**os.environ, "LOAD_GATE": str(gate)}
+            first = supervisors(roots[0], env={**env, "LOAD_LOG": str(logs[0])})
+            first.wait_running()
+            wait_for(lambda: logs[0].exists() and b"gate-taken" in logs[0].read_bytes())
+            second = supervisors(roots[1], env={**env, "LOAD_LOG": str(logs[1])})
+            second.wait_running()  # its workers booted and recovered what was dead
+            wait_for(lambda: queue.stats()["pending"] == 0, timeout=120)
+            assert queue.stats()["in_flight"] >= 1  # A's gate lease was left alone
+            os.close(os.open(gate, os.O_WRONLY))  # let the gate task finish
+            wait_for(lambda: queue.stats()["done"] == total, timeout=60)
+            for pool_root, supervisor in zip(roots, (first, second), strict=True):
+                assert cli(pool_root, "stop").returncode == 0
+                assert supervisor.finish() == 0
+        finally:
+            for pool_root in roots:
+                assert_none_left(pool_root)
         assert queue.stats() == {"pending": 0, "in_flight": 0, "done": total, "failed": 0}
-        runs = [line.split() for line in log.read_text().splitlines()]
-        assert len(runs) == total  # each message ran exactly once: none was taken back
-        assert len({payload for payload, *_ in runs}) == total
+        runs = [[line.split()[0] for line in log.read_text().splitlines()] for log in logs]
+        ran = [[p for p in pool if p != "gate-taken"] for pool in runs]
+        assert all(ran), [len(pool) for pool in ran]  # both pools served
+        everything = ran[0] + ran[1]
+        assert len(everything) == len(set(everything)) == total  # each message ran once
+        assert "gate" in ran[0]
         queue.close()
