@@ -312,6 +312,12 @@ WRONG_TYPES: list[tuple[Codec, Any, str, Any]] = [
     (WORKER, Ready(TOKEN), "token", 1),
     (WORKER, Ready(TOKEN), "token", False),
     (WORKER, Failed(Reason.CHILD_EXITED), "reason", 1),
+    (WORKER, TaskFailed("ValueError", 2, retried=True), "error_type", 1),
+    (WORKER, TaskFailed("ValueError", 2, retried=True), "attempt", "3"),
+    (WORKER, TaskFailed("ValueError", 2, retried=True), "attempt", True),
+    (WORKER, TaskFailed("ValueError", 2, retried=True), "attempt", 1.0),
+    (WORKER, TaskFailed("ValueError", 2, retried=True), "retried", "yes"),
+    (WORKER, TaskFailed("ValueError", 2, retried=True), "retried", 1),
 ]
 
 
@@ -755,6 +761,25 @@ class TestEncodingInvalidFrames:
         """Encoding a worker frame the supervisor would refuse is LocalProtocolError."""
         with pytest.raises(LocalProtocolError):
             encode_worker_frame(frame)
+
+
+class TestTaskFailedLimits:
+    @pytest.mark.parametrize(
+        ("key", "good", "bad"),
+        [
+            ("error_type", "E" * 128, "E" * 129),
+            ("error_type", "a.b_c.D1", "a..b"),
+            ("attempt", 2**31 - 1, 2**31),
+            ("attempt", 1, 0),
+        ],
+    )
+    def test_a_value_just_past_each_limit_is_invalid(self, key: str, good: Any, bad: Any) -> None:
+        """The decoder's limits, at the edge on both sides."""
+        obj = obj_of(WORKER, TaskFailed("ValueError", 2, retried=True))
+        obj[key] = good
+        decode_worker_frame(json.dumps(obj).encode() + b"\n")
+        obj[key] = bad
+        assert reject(WORKER[1], obj).reason is Reason.FRAME_INVALID_VALUE
 
 
 class TestErrorTypeName:

@@ -238,6 +238,7 @@ NAMES = sorted(CODECS)
 #: Every key and type tag any schema uses, so fuzzed objects often look almost right.
 KNOWN_KEYS = [
     "argv",
+    "attempt",
     "budget_ms",
     "clean",
     "code",
@@ -248,6 +249,7 @@ KNOWN_KEYS = [
     "driver",
     "driver_requested",
     "endpoint_hash",
+    "error_type",
     "exit_kind",
     "force_kill_timeout_ms",
     "healthy",
@@ -260,6 +262,7 @@ KNOWN_KEYS = [
     "port",
     "ready_worker_count",
     "reason",
+    "retried",
     "signal",
     "slot",
     "status",
@@ -280,6 +283,7 @@ KNOWN_TAGS = [
     "ready",
     "failed",
     "retiring",
+    "task-failed",
     "shutdown-request",
     "hello",
     "welcome",

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+import psutil
 import pytest
 from pools import wait_for
 
@@ -56,10 +57,14 @@ def record(line):
 class Task:
     def __init__(self, mode):
         self.mode = mode
+        if mode == "says-attempt":
+            self.attempt, self.retried = 2, False
+        elif mode == "says-nonsense":
+            self.attempt, self.retried = True, "yes"
 
     def run(self):
         record("run")
-        if self.mode in ("run-fails", "fail-fails"):
+        if self.mode in ("run-fails", "fail-fails", "says-attempt", "says-nonsense"):
             raise ValueError("task failed")
         return 42
 
@@ -112,6 +117,14 @@ def immediate(context):
 
 def run_fails(context):
     return Source(context, "run-fails")
+
+
+def says_attempt(context):
+    return Source(context, "says-attempt")
+
+
+def says_nonsense(context):
+    return Source(context, "says-nonsense")
 
 
 def complete_fails(context):
@@ -386,32 +399,43 @@ def test_retires_after_max_requests(root: Path) -> None:
 def test_retirement_takes_one_more_task_then_waits_for_the_grant(root: Path) -> None:
     publish(root, _spec(task_source="sources:immediate", max_requests=2))
     with Launcher(root) as launcher:
-        launcher.channel.settimeout(WAIT)
-        assert launcher.next_frame() == Ready()
-        # Read the retiring frame by hand (next_frame would grant it); it may already
-        # sit in the buffer when both frames arrived in one read.
-        data = launcher.buffer
-        while b"\n" not in data:
-            data += launcher.channel.recv(4096)
-        line, launcher.buffer = data.split(b"\n", 1)
-        assert decode_worker_frame(line + b"\n") == Retiring()
+        _read_ready_and_retiring(launcher)
         # Without the grant it serves one more (max_requests + 1), then waits alive. The
         # source hands out tasks in microseconds: a worker that served on would be far
         # past 3 attempts by the time the grant below arrives.
         wait_for(lambda: _calls(root).count("complete 42") == 3)
-        assert launcher.proc.poll() is None, "it left without the grant"
+        _assert_waiting(launcher)
         launcher.channel.sendall(encode_retire())
         outcome = launcher.finish()
         assert outcome.code == 0
     assert _calls(root) == ["assert_ready"] + ["run", "complete 42"] * 3
 
 
+def _read_ready_and_retiring(launcher: Launcher) -> None:
+    """Read ``ready``, then ``retiring`` by hand: ``next_frame`` would grant it."""
+    launcher.channel.settimeout(WAIT)
+    assert launcher.next_frame() == Ready()
+    data = launcher.buffer  # retiring may already sit here, read with ready
+    while b"\n" not in data:
+        data += launcher.channel.recv(4096)
+    line, launcher.buffer = data.split(b"\n", 1)
+    assert decode_worker_frame(line + b"\n") == Retiring()
+
+
+def _assert_waiting(launcher: Launcher) -> None:
+    """The worker is alive, blocked (asleep in the kernel), and has sent nothing more."""
+    process = psutil.Process(launcher.proc.pid)
+    wait_for(lambda: process.status() == psutil.STATUS_SLEEPING, timeout=WAIT)
+    assert launcher.proc.poll() is None, "it left without the grant"
+    assert select.select([launcher.channel], [], [], 0)[0] == [], "it sent another frame"
+
+
 def test_a_stop_ends_the_wait_for_the_grant(root: Path) -> None:
     publish(root, _spec(task_source="sources:immediate", max_requests=1))
     with Launcher(root) as launcher:
-        launcher.channel.settimeout(WAIT)
-        assert launcher.next_frame() == Ready()
+        _read_ready_and_retiring(launcher)
         wait_for(lambda: _calls(root).count("complete 42") == 2)
+        _assert_waiting(launcher)
         launcher.stop()  # no grant: the stop alone must end the wait
         _, stderr = launcher.proc.communicate(timeout=WAIT)
         launcher.reaped = True
@@ -429,9 +453,26 @@ def test_failed_task_is_settled_with_fail_and_counts_as_an_attempt(root: Path) -
         [Ready(), failed, failed, Retiring(), failed],
     )
     _quiet(outcome)
-    calls = _calls(root)
-    assert calls[:5] == ["assert_ready"] + ["run", "fail ValueError"] * 2
-    assert set(calls[1:]) == {"run", "fail ValueError"}
+    assert _calls(root) in (
+        ["assert_ready"] + ["run", "fail ValueError"] * 2,
+        ["assert_ready"] + ["run", "fail ValueError"] * 3,
+    )
+
+
+@pytest.mark.parametrize(
+    ("factory", "frame"),
+    [
+        ("says_attempt", TaskFailed("ValueError", 2, retried=False)),
+        ("says_nonsense", TaskFailed("ValueError")),  # True is no attempt, "yes" no bool
+    ],
+)
+def test_task_failed_carries_only_well_typed_attempt_and_retried(
+    root: Path, factory: str, frame: TaskFailed
+) -> None:
+    publish(root, _spec(task_source=f"sources:{factory}", max_requests=1))
+    outcome = _launch(root)
+    assert outcome.code == 0
+    assert outcome.frames[:2] == [Ready(), frame]
 
 
 def test_dotted_factory_path_resolves(root: Path) -> None:
