@@ -2,12 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import logging
-
-import pytest
-
-from coretsia.guardian.logs import LOGGER_NAME, JsonFormatter
 from coretsia.supervisor.refusals import RefusalCause, RefusalLog
 
 
@@ -21,30 +15,13 @@ class Clock:
         return self.now
 
 
-@pytest.fixture
-def lines() -> list[dict[str, object]]:
-    """The ``control.refused`` events, as the JSON formatter writes them."""
-    captured: list[dict[str, object]] = []
-
-    class Capture(logging.Handler):
-        def emit(self, record: logging.LogRecord) -> None:
-            captured.append(json.loads(JsonFormatter().format(record)))
-
-    logger = logging.getLogger(LOGGER_NAME)
-    handler = Capture()
-    logger.addHandler(handler)
-    level = logger.level
-    logger.setLevel(logging.INFO)
-    yield captured
-    logger.removeHandler(handler)
-    logger.setLevel(level)
-
-
 def _seen(lines: list[dict[str, object]]) -> list[tuple[object, object]]:
     return [(line["cause"], line["count"]) for line in lines]
 
 
-def test_first_refusal_is_logged_at_once_and_a_burst_is_folded(lines) -> None:  # type: ignore[no-untyped-def]
+def test_first_refusal_is_logged_at_once_and_a_burst_is_folded(
+    lines: list[dict[str, object]],
+) -> None:
     clock = Clock()
     log = RefusalLog(interval=1.0, clock=clock)
     log.refused(RefusalCause.CREDENTIAL)
@@ -58,7 +35,7 @@ def test_first_refusal_is_logged_at_once_and_a_burst_is_folded(lines) -> None:  
     assert {line["level"] for line in lines} == {"warning"}
 
 
-def test_causes_have_their_own_budget(lines) -> None:  # type: ignore[no-untyped-def]
+def test_causes_have_their_own_budget(lines: list[dict[str, object]]) -> None:
     clock = Clock()
     log = RefusalLog(interval=1.0, clock=clock)
     log.refused(RefusalCause.MALFORMED)
@@ -67,7 +44,9 @@ def test_causes_have_their_own_budget(lines) -> None:  # type: ignore[no-untyped
     assert _seen(lines) == [("malformed", 1), ("incomplete", 1)]
 
 
-def test_flush_logs_what_is_still_counted_and_nothing_twice(lines) -> None:  # type: ignore[no-untyped-def]
+def test_flush_logs_what_is_still_counted_and_nothing_twice(
+    lines: list[dict[str, object]],
+) -> None:
     clock = Clock()
     log = RefusalLog(interval=1.0, clock=clock)
     for _ in range(3):

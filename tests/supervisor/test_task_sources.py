@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 from types import MappingProxyType
 
 import pytest
@@ -21,6 +22,17 @@ from coretsia.worker_protocol.task_source import TaskSourceOptionError
 
 SECRET = "s3cret-value"
 APP_MODULE = "cq_app_never_imported"
+
+
+@pytest.fixture
+def importable_app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """APP_MODULE as a real module on sys.path: importing it would succeed (and show)."""
+    (tmp_path / f"{APP_MODULE}.py").write_text(
+        "def handle(p):\n    return p\nmake_source = handle\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, APP_MODULE, raising=False)
+    return APP_MODULE
 
 
 def _factory_checking(check: object) -> object:
@@ -100,7 +112,9 @@ class TestCheckSourceOptions:
 
 
 class TestResolveChecksInstalledSources:
-    def test_the_sqlite_source_is_checked_without_importing_the_handler(self) -> None:
+    def test_the_sqlite_source_is_checked_without_importing_the_handler(
+        self, importable_app: str
+    ) -> None:
         """The installed sqlite source's check runs; the application is not imported."""
         config = parse_config(
             {
@@ -120,7 +134,7 @@ class TestResolveChecksInstalledSources:
             ConfigRule.REQUIRED,
         )
 
-    def test_an_application_factory_is_not_imported(self) -> None:
+    def test_an_application_factory_is_not_imported(self, importable_app: str) -> None:
         """``module:factory`` is the workers' to import, and its options theirs to check."""
         config = parse_config(
             {"task_source": f"{APP_MODULE}:make_source", "source_options": {"x": SECRET}}
