@@ -74,7 +74,6 @@ from run import Results, alive, load_average, median
 from coretsia.sources.sqlite_queue import SqliteQueue
 
 BENCH = Path(__file__).resolve().parent
-RESULTS = BENCH / "results"
 BIN = Path(sys.executable).parent
 SUPERVISOR = str(BIN / "coretsia-supervisor")
 HUEY_CONSUMER = str(BIN / "huey_consumer")
@@ -992,11 +991,7 @@ def main() -> int:
             *(f"- {note}" for note in results.notes),
         ]
     )
-    RESULTS.mkdir(exist_ok=True)
-    stamp = started.strftime("%Y%m%dT%H%M%SZ")
-    (RESULTS / f"queue-{stamp}.json").write_text(json.dumps(results.__dict__, indent=2) + "\n")
-    (RESULTS / f"queue-{stamp}.md").write_text(text + "\n")
-    print(text)
+    run.save(results, text, started, prefix="queue-")
     return 0
 
 

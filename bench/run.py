@@ -1217,12 +1217,17 @@ def main() -> int:
             *(f"- {note}" for note in results.notes),
         ]
     )
+    save(results, text, started)
+    return 0
+
+
+def save(results: Results, text: str, started: datetime.datetime, prefix: str = "") -> None:
+    """Write ``bench/results/<prefix><stamp>.json`` (every sample) and ``.md``; print."""
     RESULTS.mkdir(exist_ok=True)
-    stamp = started.strftime("%Y%m%dT%H%M%SZ")
+    stamp = prefix + started.strftime("%Y%m%dT%H%M%SZ")
     (RESULTS / f"{stamp}.json").write_text(json.dumps(results.__dict__, indent=2) + "\n")
     (RESULTS / f"{stamp}.md").write_text(text + "\n")
     print(text)
-    return 0
 
 
 if __name__ == "__main__":
