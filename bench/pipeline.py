@@ -871,8 +871,8 @@ def _durability(results: Results) -> list[str]:
     results.data["durability"] = {"coretsia_workers": sorted(coretsia), "huey": sorted(huey)}
     return [
         "Durability in force (read from the connections): Coretsia workers "
-        f"{'; '.join(map(_pragmas, sorted(coretsia))) or 'not run'} (a lease and an ack "
-        "per task, at least once; enqueue always FULL); Huey "
+        f"{'; '.join(map(_pragmas, sorted(coretsia))) or 'not run'} (one commit per task: "
+        "an ack and the next lease together, at least once; enqueue always FULL); Huey "
         f"{'; '.join(map(_pragmas, sorted(huey))) or 'not run'} (the row is deleted at "
         "dequeue: one commit per task, at most once)."
     ]

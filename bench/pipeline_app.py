@@ -58,7 +58,8 @@ def _probe() -> None:
     """Once per process: the pragmas of the queue connection that leased this task.
 
     Read from the caller's frames (``SqliteTask.run`` holds the task, whose private
-    ``_queue`` is the ``SqliteQueue``, whose private ``_conn`` is the connection): two
+    ``_source`` is the ``SqliteSource``, whose ``queue`` is the ``SqliteQueue``, whose
+    private ``_conn`` is the connection): two
     ``PRAGMA`` reads, a few microseconds, on the first task only. There is no public way
     to reach that connection, so when those names change the line says so
     (``<pid> unprobed <why>``) and the benchmark stops with that reason instead of
@@ -72,7 +73,7 @@ def _probe() -> None:
 
     frame = sys._getframe(1)
     while frame is not None:
-        queue = getattr(frame.f_locals.get("self"), "_queue", None)
+        queue = getattr(getattr(frame.f_locals.get("self"), "_source", None), "queue", None)
         if queue is not None:
             conn = getattr(queue, "_conn", None)
             if conn is None:
@@ -84,7 +85,7 @@ def _probe() -> None:
             _append(PROBE, f"{os.getpid()} {journal} {synchronous}\n")
             return
         frame = frame.f_back
-    _append(PROBE, f"{os.getpid()} unprobed no caller frame holds self._queue\n")
+    _append(PROBE, f"{os.getpid()} unprobed no caller frame holds self._source\n")
 
 
 def noop(payload: str) -> None:

@@ -5,6 +5,7 @@ Load and recycling bounds: test_lifecycle_load.py.
 
 from __future__ import annotations
 
+import sqlite3
 import textwrap
 from pathlib import Path
 
@@ -74,6 +75,28 @@ class TestQueuePool:
         assert (root / "finished.log").read_text() == "stop-seen"
         stats = queue.stats()
         assert (stats["done"], stats["pending"], stats["in_flight"]) == (1, 0, 0)
+        queue.close()
+
+    def test_a_stop_mid_drain_leaves_nothing_leased(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+        """Messages leased ahead by the stopping workers go back pending, attempts untouched."""
+        queue = queue_root(root, workers=2, max_requests=1000)
+        total = 300
+        queue.enqueue([f"task-{n}" for n in range(total)])
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        wait_for(lambda: queue.stats()["done"] >= 20)
+        assert cli(root, "stop").returncode == 0
+        assert supervisor.finish() == 0
+        stats = queue.stats()
+        assert (stats["in_flight"], stats["failed"]) == (0, 0)
+        assert stats["done"] + stats["pending"] == total
+        assert stats["done"] == len(handled(root))  # every run settled, no other
+        conn = sqlite3.connect(root / "var/queue.sqlite3")
+        try:
+            tried = conn.execute("SELECT count(*) FROM messages WHERE attempts > 0").fetchone()
+        finally:
+            conn.close()
+        assert tried == (0,)
         queue.close()
 
     def test_killed_worker_loses_nothing(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]

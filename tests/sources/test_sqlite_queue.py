@@ -178,6 +178,55 @@ class TestSettlement:
             queue.ack(forged)
         queue.ack(message)
 
+    def test_ack_and_lease_is_one_transaction(self, queue: SqliteQueue) -> None:
+        """The acknowledgement and the next lease commit together: one writer-lock turn."""
+        queue.enqueue(["a", "b"])
+        first = queue.lease("g")
+        assert first is not None
+        statements: list[str] = []
+        queue._conn.set_trace_callback(statements.append)
+        second = queue.ack_and_lease(first, "g")
+        queue._conn.set_trace_callback(None)
+        assert second is not None
+        assert (second.payload, second.attempts, second.generation) == ("b", 0, "g")
+        assert second.token != first.token
+        assert [s.split()[0] for s in statements].count("COMMIT") == 1
+        assert statements[0] == "BEGIN IMMEDIATE"
+        assert queue.stats() == _counts(in_flight=1, done=1)
+        with pytest.raises(LeaseLostError):  # the ack was final
+            queue.ack(first)
+
+    def test_ack_and_lease_with_nothing_pending_still_acknowledges(
+        self, queue: SqliteQueue
+    ) -> None:
+        queue.enqueue(["a"])
+        message = queue.lease("g")
+        assert message is not None
+        assert queue.ack_and_lease(message, "g") is None
+        assert queue.stats() == _counts(done=1)
+
+    def test_ack_and_lease_of_a_lost_lease_leases_nothing(self, queue: SqliteQueue) -> None:
+        queue.enqueue(["a", "b"])
+        message = queue.lease("g")
+        assert message is not None
+        forged = Message(message.id, message.payload, 0, "g", "f" * 32)
+        with pytest.raises(LeaseLostError):
+            queue.ack_and_lease(forged, "g")
+        assert queue.stats() == _counts(pending=1, in_flight=1)  # rolled back whole
+
+    def test_release_gives_a_message_back_without_an_attempt(self, queue: SqliteQueue) -> None:
+        queue.enqueue(["a"])
+        message = queue.lease("g")
+        assert message is not None
+        assert queue.release(message) is True
+        assert queue.stats() == _counts(pending=1)
+        assert queue.release(message) is False  # that lease is over
+        again = queue.lease("g")
+        assert again is not None
+        assert (again.id, again.attempts) == (message.id, 0)
+        with pytest.raises(LeaseLostError):
+            queue.ack(message)
+
     def test_fail_retries_then_fails_at_max_attempts(self, queue: SqliteQueue) -> None:
         queue.enqueue(["poison", "fine"])
         for attempt in range(3):

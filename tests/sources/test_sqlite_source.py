@@ -282,6 +282,61 @@ class TestTasks:
         (failed,) = source.queue.failed()
         assert failed.last_error == recorded
 
+    def test_complete_leases_the_next_message_ahead(
+        self, build: Callable[..., tuple[SqliteSource, FakeContext]]
+    ) -> None:
+        """The next receive takes the message leased with the acknowledgement."""
+        source, _ = build()
+        source.queue.enqueue(["a", "b"])
+        first = source.receive()
+        assert first is not None
+        first.complete(first.run())
+        assert source.queue.stats() == {"pending": 0, "in_flight": 1, "done": 1, "failed": 0}
+        second = source.receive()
+        assert second is not None
+        assert second.message.payload == "b"
+        second.complete(second.run())
+        assert source.queue.stats() == {"pending": 0, "in_flight": 0, "done": 2, "failed": 0}
+
+    def test_a_stop_gives_the_message_leased_ahead_back(
+        self, build: Callable[..., tuple[SqliteSource, FakeContext]]
+    ) -> None:
+        source, context = build()
+        source.queue.enqueue(["a", "b"])
+        first = source.receive()
+        assert first is not None
+        first.complete(first.run())
+        context.stop()
+        assert source.receive() is None
+        assert source.queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 0}
+        message = source.queue.lease("other")
+        assert message is not None
+        assert message.attempts == 0  # never run: no attempt counted
+
+    def test_closing_gives_the_message_leased_ahead_back(
+        self, build: Callable[..., tuple[SqliteSource, FakeContext]]
+    ) -> None:
+        source, _ = build()
+        source.queue.enqueue(["a", "b"])
+        path = source.queue.path
+        first = source.receive()
+        assert first is not None
+        first.complete(first.run())
+        source.close()
+        with SqliteQueue(path, create=False) as queue:
+            assert queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 0}
+
+    def test_nothing_is_leased_ahead_while_stopping(
+        self, build: Callable[..., tuple[SqliteSource, FakeContext]]
+    ) -> None:
+        source, context = build()
+        source.queue.enqueue(["a", "b"])
+        first = source.receive()
+        assert first is not None
+        context.stop()  # the task runs on to its end; its worker leaves after it
+        first.complete(first.run())
+        assert source.queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 0}
+
     def test_complete_sets_settled_state_done(
         self, build: Callable[..., tuple[SqliteSource, FakeContext]]
     ) -> None:

@@ -52,7 +52,10 @@ seconds. Here SQLite's handler is off (``busy_timeout`` 0) and a busy statement 
 retried after a short random sleep (0.05 to 0.45 ms), until the queue's busy timeout runs
 out; the random length keeps waiters from retrying in lockstep. A lease is one statement
 (``UPDATE ... RETURNING`` where SQLite has it, 3.35 and later; an explicit
-``BEGIN IMMEDIATE`` transaction elsewhere), an ack another. And a booting worker takes
+``BEGIN IMMEDIATE`` transaction elsewhere), an ack another, and
+:meth:`SqliteQueue.ack_and_lease` does both in one transaction (the next message leased
+with the last one's acknowledgement: one turn at the lock per task, not two, which is
+what lets more workers mean more throughput). And a booting worker takes
 the writer lock only when it has something to write: WAL is set only if not set yet, the
 schema is checked in a read transaction, and recovery writes only when a dead
 generation's lease exists (WAL readers never wait for the writer).
@@ -160,6 +163,11 @@ _FAIL_SET: Final = (
     "settled_at = CASE WHEN attempts + 1 >= ? THEN ? ELSE NULL END, last_error = ?"
 )
 """One failed (or interrupted) attempt: the SET clause shared by ``fail`` and ``recover``."""
+_ACK: Final = (
+    "UPDATE messages SET state = 'done', lease_token = NULL, settled_at = ? "
+    "WHERE id = ? AND state = 'leased' AND lease_token = ?"
+)
+_OLDEST: Final = "SELECT id FROM messages WHERE state = 'pending' ORDER BY id LIMIT 1"
 
 _T = TypeVar("_T")
 
@@ -485,31 +493,50 @@ class SqliteQueue:
             return None
         token = secrets.token_hex(16)
         lease = (generation, token, time.time())
-        oldest = "SELECT id FROM messages WHERE state = 'pending' ORDER BY id LIMIT 1"
         if _RETURNING:
             rows = self._rows(
-                f"UPDATE messages SET {_LEASE_SET} WHERE id = ({oldest}) "
+                f"UPDATE messages SET {_LEASE_SET} WHERE id = ({_OLDEST}) "
                 "RETURNING id, payload, attempts",
                 lease,
             )
             row = rows[0] if rows else None
         else:  # pragma: no cover - SQLite older than 3.35
             with self._transaction() as conn:
-                row = conn.execute(
-                    "SELECT id, payload, attempts FROM messages WHERE state = 'pending' "
-                    "ORDER BY id LIMIT 1"
-                ).fetchone()
-                if row is not None:
-                    conn.execute(f"UPDATE messages SET {_LEASE_SET} WHERE id = ?", (*lease, row[0]))
-        if row is None:
-            return None
-        message_id, payload, attempts = row
-        assert isinstance(message_id, int)
-        assert isinstance(payload, str)
-        assert isinstance(attempts, int)
-        return Message(
-            id=message_id, payload=payload, attempts=attempts, generation=generation, token=token
+                row = _lease_locked(conn, lease)
+        return None if row is None else _message(row, generation, token)
+
+    def ack_and_lease(self, message: Message, generation: str) -> Message | None:
+        """:meth:`ack` ``message`` and lease the next pending one, in one transaction.
+
+        Half the commits of an ``ack`` then a ``lease``, and one turn at the writer lock
+        instead of two: the lock is what every worker queues for, so this is what lets
+        more workers mean more throughput. The acknowledgement is as final as
+        :meth:`ack`'s once this returns (:class:`LeaseLostError` if the lease no longer
+        holds, and then nothing is leased). None when nothing was pending.
+        """
+        token = secrets.token_hex(16)
+        lease = (generation, token, time.time())
+        with self._transaction() as conn:
+            if conn.execute(_ACK, (time.time(), message.id, message.token)).rowcount != 1:
+                raise LeaseLostError(f"message {message.id} is not leased with this lease")
+            row = _lease_locked(conn, lease)
+        return None if row is None else _message(row, generation, token)
+
+    def release(self, message: Message) -> bool:
+        """Give a leased message back, never run: ``pending`` again, no attempt counted.
+
+        For a message leased ahead (:meth:`ack_and_lease`) that its worker will not run
+        after all (it is stopping). False if the lease no longer held (nothing changed).
+        Wakes the waiting workers.
+        """
+        changed = self._changed(
+            "UPDATE messages SET state = 'pending', lease_token = NULL, generation = NULL, "
+            "leased_at = NULL WHERE id = ? AND state = 'leased' AND lease_token = ?",
+            (message.id, message.token),
         )
+        if changed:
+            self.notify()
+        return changed == 1
 
     def ack(self, message: Message) -> None:
         """Mark a leased message done; :class:`LeaseLostError` if this lease no longer holds.
@@ -517,11 +544,7 @@ class SqliteQueue:
         The token check is what makes acknowledgement exactly-once: a second ``ack``, an
         ``ack`` after ``fail``, or one of a lease that was recovered all change nothing.
         """
-        changed = self._changed(
-            "UPDATE messages SET state = 'done', lease_token = NULL, settled_at = ? "
-            "WHERE id = ? AND state = 'leased' AND lease_token = ?",
-            (time.time(), message.id, message.token),
-        )
+        changed = self._changed(_ACK, (time.time(), message.id, message.token))
         if changed != 1:
             raise LeaseLostError(f"message {message.id} is not leased with this lease")
 
@@ -796,6 +819,28 @@ class Waiter:
         """Remove the socket (so enqueuers stop poking it) and free the selector."""
         self._unbind()
         self._selector.close()
+
+
+def _lease_locked(
+    conn: sqlite3.Connection, lease: tuple[str, str, float]
+) -> tuple[object, ...] | None:
+    """Lease the oldest pending message inside a write transaction already begun."""
+    row: tuple[object, ...] | None = conn.execute(
+        f"SELECT id, payload, attempts FROM messages WHERE id = ({_OLDEST})"
+    ).fetchone()
+    if row is not None:
+        conn.execute(f"UPDATE messages SET {_LEASE_SET} WHERE id = ?", (*lease, row[0]))
+    return row
+
+
+def _message(row: tuple[object, ...], generation: str, token: str) -> Message:
+    message_id, payload, attempts = row
+    assert isinstance(message_id, int)
+    assert isinstance(payload, str)
+    assert isinstance(attempts, int)
+    return Message(
+        id=message_id, payload=payload, attempts=attempts, generation=generation, token=token
+    )
 
 
 def _is_busy(error: sqlite3.OperationalError) -> bool:

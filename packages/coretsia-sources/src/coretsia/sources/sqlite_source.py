@@ -28,6 +28,16 @@ Workers open the queue with ``synchronous=NORMAL``: a power cut can undo a recen
 or acknowledgement, so a message may run once more (at least once still holds); see
 :mod:`coretsia.sources.sqlite_queue`.
 
+**Leasing ahead.** ``complete`` acknowledges its message and leases the next pending one
+in the same transaction (:meth:`SqliteQueue.ack_and_lease`), which the worker's next
+``receive`` returns at once: one turn at the writer lock per task instead of two. The
+acknowledgement is as final as before when ``complete`` returns. A worker holds at most
+one message ahead; it gives it back (``pending`` again, no attempt counted) when it sees a
+stop in ``receive`` or closes the source, at a clean exit too, and leases none once a stop
+is requested. A worker SIGKILLed while holding one leaves it leased, as it leaves its
+running task: recovered once its generation is gone, counted as an interrupted attempt.
+A worker waiting for its turn to retire keeps its message ahead until it leaves.
+
 Each worker builds its own source (``make_source`` runs in the worker process, after the
 application's import path is set up), so the handler is imported there, once. The rest of
 the options are checked earlier too: ``make_source.check_options`` (the SPI's optional
@@ -83,28 +93,10 @@ class SqliteTask:
     worker loop reports in ``task.failed`` (docs/task-sources.md).
     """
 
-    __slots__ = (
-        "_handler",
-        "_keep_messages",
-        "_max_attempts",
-        "_queue",
-        "message",
-        "settled_state",
-    )
+    __slots__ = ("_source", "message", "settled_state")
 
-    def __init__(
-        self,
-        queue: SqliteQueue,
-        message: Message,
-        handler: Handler,
-        max_attempts: int,
-        *,
-        keep_error_messages: bool = False,
-    ) -> None:
-        self._queue = queue
-        self._handler = handler
-        self._max_attempts = max_attempts
-        self._keep_messages = keep_error_messages
+    def __init__(self, source: SqliteSource, message: Message) -> None:
+        self._source = source
         self.message = message
         self.settled_state: str | None = None
 
@@ -120,20 +112,16 @@ class SqliteTask:
 
     def run(self) -> object:
         """Call the handler with the payload; its return value is the task's result."""
-        return self._handler(self.message.payload)
+        return self._source.handler(self.message.payload)
 
     def complete(self, result: object) -> None:
         """Acknowledge: the message is done (raises if this lease was already settled)."""
-        self._queue.ack(self.message)
+        self._source.acknowledge(self.message)
         self.settled_state = "done"
 
     def fail(self, error: BaseException) -> None:
         """Record the failed attempt; the message is retried or, at the limit, failed."""
-        self.settled_state = self._queue.fail(
-            self.message,
-            self._max_attempts,
-            error=_describe(error, with_message=self._keep_messages),
-        )
+        self.settled_state = self._source.record_failure(self.message, error)
 
 
 class SqliteSource:
@@ -166,9 +154,12 @@ class SqliteSource:
         self._keep_messages = keep_error_messages
         self._queue: SqliteQueue | None = None
         self._waiter: Waiter | None = None
+        # The message leased with the last acknowledgement (at most one), shared with the
+        # finalizer: a worker that leaves without another receive() gives it back.
+        self._ahead: list[Message] = []
         # Closed at interpreter exit too, so a cleanly exiting worker leaves no socket.
         self._resources: list[Waiter | SqliteQueue] = []
-        self._finalizer = weakref.finalize(self, _close_all, self._resources)
+        self._finalizer = weakref.finalize(self, _close_all, self._resources, self._ahead)
         try:
             self._open()
         except (QueueError, sqlite3.Error, OSError):
@@ -208,21 +199,21 @@ class SqliteSource:
         """Raise unless the database opens, answers, and holds the queue schema."""
         self._open()[0].check()
 
+    @property
+    def handler(self) -> Handler:
+        """What a task's ``run`` calls with its payload."""
+        return self._handler
+
     def receive(self) -> SqliteTask | None:
         """The next message as a task; None only once a cooperative stop is requested."""
         queue, waiter = self._open()
         while True:
             if self._context.stopping:
+                self._release_ahead()
                 return None
-            message = queue.lease(self._generation)
+            message = self._ahead.pop() if self._ahead else queue.lease(self._generation)
             if message is not None:
-                return SqliteTask(
-                    queue,
-                    message,
-                    self._handler,
-                    self._max_attempts,
-                    keep_error_messages=self._keep_messages,
-                )
+                return SqliteTask(self, message)
             if waiter.notifying:
                 stopping = waiter.wait(RECHECK_SECONDS)
             else:
@@ -230,8 +221,32 @@ class SqliteSource:
             if stopping:
                 return None
 
+    def acknowledge(self, message: Message) -> None:
+        """Settle ``message`` done, and lease the next one ahead in the same transaction.
+
+        The worker asks for its next task right after this, so leasing it now costs no
+        turn at the writer lock of its own (module documentation). Not while stopping:
+        the message would only be given back.
+        """
+        queue = self._open()[0]
+        if self._context.stopping:
+            queue.ack(message)
+        elif (ahead := queue.ack_and_lease(message, self._generation)) is not None:
+            self._ahead.append(ahead)
+
+    def record_failure(self, message: Message, error: BaseException) -> str:
+        """Record a failed attempt of ``message``; its new state (``pending``/``failed``)."""
+        return self._open()[0].fail(
+            message, self._max_attempts, error=_describe(error, with_message=self._keep_messages)
+        )
+
+    def _release_ahead(self) -> None:
+        """Give back the message leased ahead, if any: this worker will not run it."""
+        if self._ahead and self._queue is not None:
+            self._queue.release(self._ahead.pop())
+
     def close(self) -> None:
-        """Remove the poke socket and close the database; idempotent."""
+        """Give back a message leased ahead, remove the poke socket, close; idempotent."""
         self._finalizer()
 
 
@@ -361,10 +376,18 @@ def _describe(error: BaseException, *, with_message: bool = False) -> str:
     return f"{name}: {text}" if text else name
 
 
-def _close_all(resources: list[Waiter | SqliteQueue]) -> None:
-    for resource in resources:
-        resource.close()
-    resources.clear()
+def _close_all(resources: list[Waiter | SqliteQueue], ahead: list[Message]) -> None:
+    """Give back a message leased ahead (at a clean exit too), then close everything."""
+    try:
+        for resource in resources:
+            if ahead and isinstance(resource, SqliteQueue):
+                resource.release(ahead.pop())
+    except (QueueError, sqlite3.Error, OSError):
+        pass  # still leased: recovered, as a worker's lease is, once its generation is gone
+    finally:
+        for resource in resources:
+            resource.close()
+        resources.clear()
 
 
 __all__ = [
