@@ -50,7 +50,7 @@ class Handler:
     def answer(self, command: ControlCommand) -> ControlResponse:
         self.answered.set()
         if command is ControlCommand.HEALTH:
-            return self.pool.health(failure_pending=False)
+            return self.pool.health()
         return StatusResponse(self.pool.summary())
 
     def subscribe_stop(self) -> trio.MemoryReceiveChannel[ControlResponse]:

@@ -144,9 +144,9 @@ os.posix_spawn = _logged
 """Records every interpreter's start and every ``posix_spawn`` it calls."""
 
 UNEXECUTABLE_WORKER = """
-from coretsia.supervisor import cli, supervisor
-argv = supervisor.Supervisor._argv
-supervisor.Supervisor._argv = lambda self, slot: ("/nonexistent/python", *argv(self, slot)[1:])
+from coretsia.supervisor import cli, slots
+argv = slots.Slots._argv
+slots.Slots._argv = lambda self, slot: ("/nonexistent/python", *argv(self, slot)[1:])
 cli.main()
 """
 """The real ``coretsia-supervisor`` asking for workers whose executable does not exist."""

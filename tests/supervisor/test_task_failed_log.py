@@ -2,22 +2,21 @@
 
 from __future__ import annotations
 
-from coretsia.supervisor.pool import Slot
-from coretsia.supervisor.supervisor import Supervisor
+from coretsia.supervisor.slots import log_task_failure
 from coretsia.worker_protocol.worker_channel import TaskFailed
 
 
 def test_attempt_and_retried_are_left_out_when_the_source_does_not_say(
     lines: list[dict[str, object]],
 ) -> None:
-    Supervisor._log_task_failure(Slot(index=3), TaskFailed("ValueError"))
+    log_task_failure(3, TaskFailed("ValueError"))
     assert [{k: v for k, v in line.items() if k != "ts"} for line in lines] == [
         {"event": "task.failed", "level": "warning", "slot": 3, "error_type": "ValueError"}
     ]
 
 
 def test_every_field_the_source_gives_is_logged(lines: list[dict[str, object]]) -> None:
-    Supervisor._log_task_failure(Slot(index=0), TaskFailed("app.Declined", 3, retried=False))
+    log_task_failure(0, TaskFailed("app.Declined", 3, retried=False))
     assert [{k: v for k, v in line.items() if k != "ts"} for line in lines] == [
         {
             "event": "task.failed",

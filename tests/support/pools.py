@@ -451,7 +451,7 @@ def assert_failed(supervisor: Supervisor, root: Path, expected: str) -> None:
     """The pool failed with ``expected`` (exit 1), said nothing secret (no traceback
     either), and left nothing."""
     assert supervisor.finish(60) == 1, supervisor.stderr
-    assert supervisor.error == expected
+    assert supervisor.error == expected, supervisor.stderr
     assert "secret" not in supervisor.stderr + supervisor.stdout
     assert "Traceback" not in supervisor.stderr
     assert not lock_held(root)

@@ -132,11 +132,11 @@ def _locator_unwritable(files: ModuleType) -> None:
     files.write_atomic = failing_write
 
 
-def _supervisor_raises(supervisor: ModuleType) -> None:
+def _supervisor_raises(runtime_files: ModuleType) -> None:
     def unexpected(self: Any) -> str:
         raise RuntimeError("unexpected at /secret/path")
 
-    supervisor.Supervisor._endpoint_hash = unexpected
+    runtime_files.RuntimeFiles.endpoint_hash = unexpected
 
 
 FAULTS: dict[str, list[tuple[str, Patch]]] = {
@@ -146,7 +146,7 @@ FAULTS: dict[str, list[tuple[str, Patch]]] = {
         ("coretsia.proc_host.host", _fork_refused_in_proc_host),
     ],
     "locator-unwritable": [("coretsia.supervisor.files", _locator_unwritable)],
-    "supervisor-raises": [("coretsia.supervisor.supervisor", _supervisor_raises)],
+    "supervisor-raises": [("coretsia.supervisor.runtime_files", _supervisor_raises)],
 }
 
 for _name, _patch in FAULTS.get(os.environ.get(FAULT_ENV, ""), []):

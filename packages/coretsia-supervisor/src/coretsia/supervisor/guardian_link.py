@@ -87,9 +87,15 @@ class GuardianLink:
             raise WorkerLifecycleFailedError(Reason.LIFECYCLE_LOCK_FAILED)
 
     async def send(self, frame: GuardianFrame, fds: tuple[int, ...] = ()) -> None:
-        """Send one frame; a lost guardian is a lifecycle failure."""
+        """Send one frame; a lost guardian is a lifecycle failure.
+
+        Shielded: a cancellation between two partial writes would cut the frame and
+        corrupt the channel. The guardian reads its channel at all times, so the send is
+        bounded by the socket buffer; a guardian gone makes it fail, not hang.
+        """
         try:
-            await self._channel.send(encode_guardian_frame(frame), fds)
+            with trio.CancelScope(shield=True):
+                await self._channel.send(encode_guardian_frame(frame), fds)
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from exc
 

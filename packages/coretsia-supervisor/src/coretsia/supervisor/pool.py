@@ -1,20 +1,23 @@
-"""The supervisor's in-memory picture of the pool: slots, readiness, status, health.
+"""The supervisor's in-memory picture of the pool: slots, readiness, status, its end.
 
-Pure state, no I/O: the supervisor's tasks feed it events and read projections from it,
-and every change wakes whoever waits in :meth:`Pool.wait_until`.
+Pure state, no I/O. Besides what ``status`` and ``health`` project, the pool holds the
+one fact that ends a run: the first failure, or a stop and who asked for it. Recording
+either cancels every scope opened with :meth:`Pool.until_ending`, so the start, the
+serving wait and each slot's supervision end by cancellation, never by polling a flag.
 """
 
 from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable
+from types import TracebackType
 
 import attrs
 import trio
 
 from coretsia.worker_protocol.catalogue import HealthReason, Reason
 from coretsia.worker_protocol.control import HealthResponse, PoolSummary
+from coretsia.worker_protocol.exceptions import WorkerError
 from coretsia.worker_protocol.vocabulary import Driver, PoolStatus, Transport
 
 
@@ -26,28 +29,59 @@ class SlotState(enum.Enum):
     EXITED = "exited"
 
 
+class StopCause(enum.Enum):
+    """Who asked the pool to stop: it decides whether a stop while starting is a failure."""
+
+    OPERATOR = "operator"
+    """A signal or a control ``stop``: while starting, the start is cancelled."""
+    APPLICATION = "application"
+    """``ProcessManager.stop`` or a worker's ``shutdown-request``: the pool just ends."""
+
+
 @attrs.define
 class Slot:
-    """One worker slot; its worker may be replaced (recycled) over the pool's life."""
+    """One worker slot; its worker may be replaced (recycled) over the pool's life.
+
+    The events are those of the current worker (renewed at each spawn), so a task that
+    waits on one never wakes for a predecessor's.
+    """
 
     index: int
+    entry: bool = False
+    """A process entry's slot (seed 003): replaced when its worker exits, not fatal."""
     state: SlotState = SlotState.SPAWNING
     failed_reason: Reason | None = None
     retiring: bool = False
-    channel_closed: trio.Event = attrs.field(factory=trio.Event)
-    """Set when the current worker's channel reached its end: every frame was read."""
-    channel: trio.socket.SocketType | None = None
-    """The supervisor's end of the current worker's channel (for the ``retire`` grant)."""
-    entry: bool = False
-    """A process entry's slot (seed 003): replaced when its worker exits, not fatal."""
     started: bool = False
     """Some worker of this slot has been ready: for an entry, what ``start`` waits for."""
+    settled: trio.Event = attrs.field(factory=trio.Event)
+    """Set when the current worker became ready or exited, whichever came first."""
+    exited: trio.Event = attrs.field(factory=trio.Event)
+    exit_kind: str = ""
+    """How the current worker ended (the guardian's word), once ``exited`` is set."""
+    granted: trio.Event = attrs.field(factory=trio.Event)
+    """Set when the current worker, having asked, may retire (its ``retire`` turn)."""
+    channel_closed: trio.Event = attrs.field(factory=trio.Event)
+    """Set when the current worker's channel reached its end: every frame was read."""
     spawned_at: float = -math.inf
     """When the current worker was spawned (``trio.current_time``), for the respawn pace."""
     ready_at: float | None = None
     """When the current worker became ready, for an entry's back-off reset."""
     rapid_exits: int = 0
     """Consecutive short-lived workers of an entry: the back-off exponent."""
+
+    def renew(self, now: float) -> None:
+        """Forget the previous worker: a new one is being spawned."""
+        self.state = SlotState.SPAWNING
+        self.failed_reason = None
+        self.retiring = False
+        self.settled = trio.Event()
+        self.exited = trio.Event()
+        self.exit_kind = ""
+        self.granted = trio.Event()
+        self.channel_closed = trio.Event()
+        self.spawned_at = now
+        self.ready_at = None
 
 
 @attrs.define
@@ -60,7 +94,12 @@ class Pool:
     endpoint_hash: str
     slots: list[Slot]
     status: PoolStatus = PoolStatus.STARTING
-    _changed: trio.Event = attrs.field(factory=trio.Event)
+    failure: WorkerError | None = None
+    """The first failure; later ones are consequences and do not replace it."""
+    stop_cause: StopCause | None = None
+    started: trio.Event = attrs.field(factory=trio.Event)
+    """Set once every slot has started (:attr:`all_started`): what ``start`` waits for."""
+    _scopes: set[trio.CancelScope] = attrs.field(factory=set)
 
     @property
     def ready_count(self) -> int:
@@ -83,15 +122,39 @@ class Pool:
             slot.state is SlotState.READY or (slot.entry and slot.started) for slot in self.slots
         )
 
-    def changed(self) -> None:
-        """Wake every waiter: something they may be waiting for has changed."""
-        self._changed.set()
-        self._changed = trio.Event()
+    @property
+    def ending(self) -> bool:
+        """A stop was asked for or a failure happened: the run is over but for shutdown."""
+        return self.failure is not None or self.stop_cause is not None
 
-    async def wait_until(self, condition: Callable[[], bool]) -> None:
-        """Sleep until ``condition()`` holds, re-checking after every change."""
-        while not condition():
-            await self._changed.wait()
+    def note_ready(self) -> None:
+        """A slot became ready: wake ``start`` once every slot has started."""
+        if self.all_started:
+            self.started.set()
+
+    def fail(self, exc: WorkerError) -> None:
+        """Record the run's failure (the first one only) and end the run."""
+        if self.failure is None:
+            self.failure = exc
+        self._end()
+
+    def request_stop(self, cause: StopCause) -> None:
+        """Record a stop (the first cause counts) and end the run."""
+        if self.stop_cause is None:
+            self.stop_cause = cause
+        self._end()
+
+    def until_ending(self) -> _UntilEnding:
+        """A scope that the pool's first stop or failure cancels (at once if it came)."""
+        return _UntilEnding(self._scopes, cancelled=self.ending)
+
+    def _end(self) -> None:
+        for scope in self._scopes:
+            scope.cancel()
+
+    def status_line(self) -> str:
+        """The service manager's one-line status: safe fields only."""
+        return f"{self.status.value}: {self.ready_count}/{len(self.slots)} workers ready"
 
     def summary(self) -> PoolSummary:
         """The safe live summary (``status``)."""
@@ -105,9 +168,9 @@ class Pool:
             endpoint_hash=self.endpoint_hash,
         )
 
-    def health(self, failure_pending: bool) -> HealthResponse:
+    def health(self) -> HealthResponse:
         """Healthy only when running, every slot ready and no failure pending."""
-        if failure_pending:
+        if self.failure is not None:
             reason = HealthReason.CHILD_FAILURE_PENDING
         elif self.status is PoolStatus.STARTING:
             reason = HealthReason.STARTING
@@ -118,3 +181,30 @@ class Pool:
         else:
             reason = HealthReason.HEALTHY
         return HealthResponse(self.summary(), healthy=reason is HealthReason.HEALTHY, reason=reason)
+
+
+class _UntilEnding:
+    """:meth:`Pool.until_ending`: a cancel scope the pool knows while it is entered.
+
+    A class rather than a generator so that type checkers see it may swallow the
+    cancellation (as the scope does): code after the ``with`` block is reachable.
+    """
+
+    def __init__(self, scopes: set[trio.CancelScope], *, cancelled: bool) -> None:
+        self._scopes = scopes
+        self._scope = trio.CancelScope()
+        if cancelled:
+            self._scope.cancel()
+
+    def __enter__(self) -> trio.CancelScope:
+        self._scopes.add(self._scope)
+        return self._scope.__enter__()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        self._scopes.discard(self._scope)
+        return self._scope.__exit__(kind, value, traceback)

@@ -3,9 +3,7 @@
 
 Both callers have loaded the configuration and frozen the generation spec; this module
 does the rest of seed 000's start in one place: the state directory, the subreaper (what
-a killed guardian leaves behind comes to us), the log handler, and the trio run. It also
-owns the one check that every directory the pool writes into lies inside the root
-(:func:`runtime_dirs`).
+a killed guardian leaves behind comes to us), the log handler, and the trio run.
 """
 
 from __future__ import annotations
@@ -14,13 +12,11 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from coretsia.supervisor.config import PoolConfig, check_path_claims, config_error
+from coretsia.supervisor.config import PoolConfig
 from coretsia.supervisor.drivers import resolve_driver, resolve_transport
 from coretsia.supervisor.process.ipc_resources import require_ipc
-from coretsia.worker_protocol.catalogue import ConfigRule, Reason
-from coretsia.worker_protocol.exceptions import WorkerLifecycleFailedError
-from coretsia.worker_protocol.lifecycle import CANONICAL_PATHS, GENERATIONS_DIR, RUNTIME_DIR
-from coretsia.worker_protocol.vocabulary import Transport
+from coretsia.supervisor.runtime_files import runtime_dirs
+from coretsia.worker_protocol.lifecycle import RUNTIME_DIR
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -30,7 +26,7 @@ if TYPE_CHECKING:
     from coretsia.supervisor.supervisor import Supervisor
     from coretsia.supervisor.telemetry import Meter, Telemetry, Tracer
 
-__all__ = ["run_supervisor", "runtime_dirs"]
+__all__ = ["run_supervisor"]
 
 
 def run_supervisor(
@@ -82,50 +78,6 @@ def run_supervisor(
         await supervisor.run()
 
     trio.run(main)
-
-
-def runtime_dirs(root: Path, config: PoolConfig, transport: Transport) -> list[Path]:
-    """The directories the pool's files go into, symlinks resolved, each inside ``root``.
-
-    Seed 000 demands that the generation root be a strict descendant of the project root,
-    and every runtime path relative to it: a ``var`` that is a symlink out of the root
-    would otherwise put the lock, the locator and the generation somewhere else. So
-    ``var/tmp`` and ``var/generations`` must resolve strictly inside the root (else
-    ``worker-invalid-state``: the root itself is in a state no pool can run in), and the
-    directory of each configured runtime path inside it or the root itself (else the
-    configuration error of its key, ``unsafe-path``). Nothing is created here: ``start``
-    checks before writing anything, then creates the configured paths' directories
-    once the lock is held.
-    """
-    real_root = os.path.realpath(root)
-
-    def resolved(directory: str) -> str:
-        return os.path.realpath(os.path.join(real_root, directory))
-
-    def inside(path: str) -> bool:
-        return path.startswith(real_root + os.sep)
-
-    dirs = []
-    for directory in (RUNTIME_DIR, GENERATIONS_DIR):
-        path = resolved(directory)
-        if not inside(path):
-            raise WorkerLifecycleFailedError(Reason.INVALID_STATE)
-        dirs.append(path)
-    claims = []
-    for field, relative in config.claimed_paths:
-        if field == "socket_path" and transport is not Transport.UNIX:
-            continue  # no socket: its path is not the pool's to use
-        directory = resolved(os.path.dirname(relative))
-        if directory != real_root and not inside(directory):
-            raise config_error(field, ConfigRule.UNSAFE_PATH)
-        dirs.append(directory)
-        real = os.path.join(directory, os.path.basename(relative))
-        claims.append((field, os.path.relpath(real, real_root)))
-    # Symlinks inside the root may make two different texts name one file (a state file
-    # written over the generation fence): the load-time rules again, on real paths.
-    canonical = (os.path.relpath(resolved(path), real_root) for path in CANONICAL_PATHS)
-    check_path_claims(claims, canonical)
-    return [Path(path) for path in dict.fromkeys(dirs)]
 
 
 def _metrics_endpoint(config: PoolConfig) -> MetricsEndpoint | None:

@@ -1,0 +1,106 @@
+"""What the guardian reports, as the supervisor's run needs it.
+
+One task reads the guardian channel for the whole run (:meth:`GuardianEvents.follow`) and
+turns each report into a fact the run waits on or a call it makes: a worker's exit goes
+to its slot, a stop phase to the ``stop`` clients, ``drained`` and ``released`` end the
+shutdown, a failure of the generation fails the pool, and the pids it reports are what
+the sweep may reap if the guardian itself is killed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import attrs
+import trio
+
+from coretsia.guardian.logs import event
+from coretsia.supervisor.guardian_link import GuardianLink
+from coretsia.supervisor.pool import Pool
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.control import ControlResponse, StopProgress
+from coretsia.worker_protocol.exceptions import (
+    WorkerForkFailedError,
+    WorkerLifecycleFailedError,
+    WorkerStartFailedError,
+    error_for,
+)
+from coretsia.worker_protocol.internal.guardian import (
+    Drained,
+    Exited,
+    GenerationFailed,
+    HostStarted,
+    Phase,
+    Released,
+    Spawned,
+    SpawnFailed,
+)
+
+
+@attrs.define
+class GuardianEvents:
+    """The guardian's reports of one run, and the end of the generation they tell."""
+
+    pool: Pool
+    on_exit: Callable[[Exited], None]
+    broadcast: Callable[[ControlResponse], None]
+    drained: trio.Event = attrs.field(factory=trio.Event)
+    """Set when the guardian reported the generation drained, or is gone."""
+    clean: bool | None = None
+    """Whether every process ended within the budgets; None until ``drained``."""
+    released: trio.Event = attrs.field(factory=trio.Event)
+    lock_released: bool = False
+    """The guardian confirmed the lock's release (not merely gone)."""
+    lost: bool = False
+    """The guardian went away without being asked to: what it contained is unknown."""
+    letting_go: bool = False
+    """The supervisor closes the channel itself: its end is expected."""
+    _worker_pids: dict[int, int] = attrs.field(factory=dict)
+    _helper_pids: set[int] = attrs.field(factory=set)
+
+    @property
+    def known_pids(self) -> frozenset[int]:
+        """The live workers' and the proc host's pids, as the guardian last reported them."""
+        return frozenset({*self._worker_pids.values(), *self._helper_pids})
+
+    @property
+    def contained(self) -> bool:
+        """The guardian reported the end of the generation and was not lost."""
+        return self.clean is not None and not self.lost
+
+    async def follow(self, link: GuardianLink) -> None:
+        """Read every report until the channel ends."""
+        while True:
+            frame = await link.receive()
+            if frame is None:
+                # The end of a channel we closed ourselves, or that followed the release,
+                # is expected: only any other end is a lost guardian.
+                if not (self.letting_go or self.released.is_set()):
+                    self.lost = True
+                    self.pool.fail(WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED))
+                self.drained.set()
+                self.released.set()
+                return
+            if isinstance(frame, Spawned):
+                self._worker_pids[frame.slot] = frame.pid
+            elif isinstance(frame, HostStarted):
+                self._helper_pids.add(frame.pid)
+            elif isinstance(frame, Exited):
+                self._worker_pids.pop(frame.slot, None)
+                self.on_exit(frame)
+            elif isinstance(frame, SpawnFailed):
+                if frame.reason is Reason.FORK_FAILED:
+                    self.pool.fail(WorkerForkFailedError())
+                else:
+                    self.pool.fail(WorkerStartFailedError(Reason.CHILD_START_FAILED))
+            elif isinstance(frame, Phase):
+                event(f"shutdown.{frame.phase.value}")
+                self.broadcast(StopProgress(frame.phase, frame.budget_ms))
+            elif isinstance(frame, Drained):
+                self.clean = frame.clean
+                self.drained.set()
+            elif isinstance(frame, Released):
+                self.lock_released = True
+                self.released.set()
+            elif isinstance(frame, GenerationFailed):
+                self.pool.fail(error_for(frame.reason))

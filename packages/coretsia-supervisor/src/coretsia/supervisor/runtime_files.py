@@ -1,0 +1,193 @@
+"""The pool's runtime files: where they may go, and writing and removing them.
+
+Seed 000 names them: the state file, the stop-signal file, the private locator, the
+endpoint key, the control socket. This module owns the one check that every directory the
+pool writes into lies inside the root (:func:`runtime_dirs`, run before anything is
+written and again under the lock), their publication in the seed's order, and their
+removal at shutdown, where every removal is attempted even if an earlier one failed.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import attrs
+
+from coretsia.supervisor import files
+from coretsia.supervisor.config import PoolConfig, check_path_claims, config_error
+from coretsia.worker_protocol.catalogue import ConfigRule, Reason
+from coretsia.worker_protocol.endpoint import endpoint_hash
+from coretsia.worker_protocol.exceptions import WorkerLifecycleFailedError
+from coretsia.worker_protocol.lifecycle import (
+    CANONICAL_PATHS,
+    ENDPOINT_KEY_PATH,
+    GENERATIONS_DIR,
+    LOCATOR_PATH,
+    LOCATOR_TMP_PATH,
+    RUNTIME_DIR,
+)
+from coretsia.worker_protocol.locator import Locator, encode_locator
+from coretsia.worker_protocol.state import PoolState, encode_state
+from coretsia.worker_protocol.vocabulary import PoolStatus, Transport
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from coretsia.supervisor.pool import Pool
+
+
+def runtime_dirs(root: Path, config: PoolConfig, transport: Transport) -> list[Path]:
+    """The directories the pool's files go into, symlinks resolved, each inside ``root``.
+
+    Seed 000 demands that the generation root be a strict descendant of the project root,
+    and every runtime path relative to it: a ``var`` that is a symlink out of the root
+    would otherwise put the lock, the locator and the generation somewhere else. So
+    ``var/tmp`` and ``var/generations`` must resolve strictly inside the root (else
+    ``worker-invalid-state``: the root itself is in a state no pool can run in), and the
+    directory of each configured runtime path inside it or the root itself (else the
+    configuration error of its key, ``unsafe-path``). Nothing is created here: ``start``
+    checks before writing anything, then creates the configured paths' directories
+    once the lock is held.
+    """
+    real_root = os.path.realpath(root)
+
+    def resolved(directory: str) -> str:
+        return os.path.realpath(os.path.join(real_root, directory))
+
+    def inside(path: str) -> bool:
+        return path.startswith(real_root + os.sep)
+
+    dirs = []
+    for directory in (RUNTIME_DIR, GENERATIONS_DIR):
+        path = resolved(directory)
+        if not inside(path):
+            raise WorkerLifecycleFailedError(Reason.INVALID_STATE)
+        dirs.append(path)
+    claims = []
+    for field, relative in config.claimed_paths:
+        if field == "socket_path" and transport is not Transport.UNIX:
+            continue  # no socket: its path is not the pool's to use
+        directory = resolved(os.path.dirname(relative))
+        if directory != real_root and not inside(directory):
+            raise config_error(field, ConfigRule.UNSAFE_PATH)
+        dirs.append(directory)
+        real = os.path.join(directory, os.path.basename(relative))
+        claims.append((field, os.path.relpath(real, real_root)))
+    # Symlinks inside the root may make two different texts name one file (a state file
+    # written over the generation fence): the load-time rules again, on real paths.
+    canonical = (os.path.relpath(resolved(path), real_root) for path in CANONICAL_PATHS)
+    check_path_claims(claims, canonical)
+    return [Path(path) for path in dict.fromkeys(dirs)]
+
+
+@attrs.define
+class RuntimeFiles:
+    """One run's runtime files under ``root``, as ``config`` places them."""
+
+    root: Path
+    config: PoolConfig
+    transport: Transport
+    state_published: bool = False
+    """The state file exists: only then does a stopping pool rewrite it."""
+
+    def make_dirs(self) -> None:
+        """Create the files' directories (0700 under our umask), checked again now that
+        the lock is ours: a second ``start`` must change nothing."""
+        for directory in runtime_dirs(self.root, self.config, self.transport):
+            try:
+                os.makedirs(directory, exist_ok=True)
+            except OSError as exc:
+                raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
+
+    def remove_stale(self) -> None:
+        """Delete what a previous run left (locator, state, stop flag) before publishing."""
+        try:
+            for path in self._removable():
+                files.remove(self.root / path)
+        except OSError as exc:
+            raise WorkerLifecycleFailedError(Reason.RUNTIME_CLEANUP_FAILED) from exc
+
+    def endpoint_hash(self) -> str:
+        """The published hash of the control endpoint, keyed by the root's secret."""
+        try:
+            key = files.endpoint_key(self.root / ENDPOINT_KEY_PATH)
+        except OSError as exc:  # a directory at its path, a full disk
+            raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
+        if self.transport is Transport.UNIX:
+            address = self.config.socket_path
+        else:
+            address = f"127.0.0.1:{self.config.tcp_port}"
+        return endpoint_hash(key, self.transport, address)
+
+    def publish_locator(self, credential: str) -> None:
+        """Write the private locator: how a client with the credential finds the server."""
+        config = self.config
+        unix = self.transport is Transport.UNIX
+        locator = Locator(
+            transport=self.transport,
+            credential=credential,
+            stop_timeout_ms=config.stop_timeout_ms,
+            force_kill_timeout_ms=config.force_kill_timeout_ms,
+            path=config.socket_path if unix else None,
+            host=None if unix else "127.0.0.1",
+            port=None if unix else config.tcp_port,
+        )
+        try:
+            files.write_atomic(
+                self.root / LOCATOR_PATH, encode_locator(locator), self.root / LOCATOR_TMP_PATH
+            )
+        except OSError as exc:
+            raise WorkerLifecycleFailedError(Reason.LIFECYCLE_LOCATOR_FAILED) from exc
+
+    def publish_state(self, pool: Pool) -> bool:
+        """Write the seed's state file; False when a stopping pool has none to update."""
+        if pool.status is PoolStatus.STOPPING and not self.state_published:
+            return False
+        config = self.config
+        state = PoolState(
+            pid=pool.pid,
+            status=pool.status,
+            worker_count=len(pool.slots),
+            ready_worker_count=pool.ready_count,
+            driver_requested=config.driver,
+            driver=pool.driver,
+            control_transport_requested=config.control_transport,
+            control_transport=pool.transport,
+            endpoint_hash=pool.endpoint_hash,
+        )
+        try:
+            files.write_atomic(
+                self.root / config.state_path,
+                encode_state(state),
+                self.root / config.state_tmp_path,
+            )
+        except OSError as exc:
+            raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
+        self.state_published = True
+        return True
+
+    def write_stop_flag(self) -> None:
+        """The seed's stop-signal file, a diagnostic artifact only: workers learn of the
+        stop from their stop pipe, never by polling this file."""
+        files.write_atomic(self.root / self.config.stop_flag_path, b"stop\n")
+
+    def remove_all(self) -> bool:
+        """Remove state, stop flag and locator; False if one resisted (each is tried)."""
+        self.state_published = False
+        cleaned = True
+        for path in self._removable():
+            try:
+                files.remove(self.root / path)
+            except OSError:
+                cleaned = False
+        return cleaned
+
+    def _removable(self) -> tuple[str, ...]:
+        config = self.config
+        return (
+            LOCATOR_PATH,
+            LOCATOR_TMP_PATH,
+            config.state_path,
+            config.state_tmp_path,
+            config.stop_flag_path,
+        )
