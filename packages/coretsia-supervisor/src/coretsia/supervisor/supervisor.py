@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from coretsia.guardian.logs import event
 from coretsia.supervisor import files, generation, output
 from coretsia.supervisor._version import __version__
 from coretsia.supervisor.config import PoolConfig
@@ -80,6 +79,7 @@ from coretsia.worker_protocol.internal.guardian import (
     Spawned,
     SpawnFailed,
 )
+from coretsia.worker_protocol.internal.runtime.logs import event
 from coretsia.worker_protocol.lifecycle import (
     ENDPOINT_KEY_PATH,
     LOCATOR_PATH,
