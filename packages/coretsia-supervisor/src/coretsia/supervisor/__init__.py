@@ -16,10 +16,8 @@ __all__ = ["ProcessManager"]
 
 
 def __getattr__(name: str) -> object:
-    """Import :class:`ProcessManager` on first use, not with the package."""
-    if name != "ProcessManager":
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    from coretsia.supervisor.process.manager import ProcessManager
+    # The helper is imported here, not with the package: the wheel's build hook
+    # (hatch_build.py) imports this package where only the build requirements exist.
+    from coretsia.worker_protocol.internal.runtime.lazy import lazy_getattr
 
-    return ProcessManager
+    return lazy_getattr(__name__, name, {"process.manager": ("ProcessManager",)})
