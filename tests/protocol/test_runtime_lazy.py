@@ -81,15 +81,18 @@ def test_every_package_export_resolves(package_name: str) -> None:
     assert set(module.__all__) <= set(dir(module))
 
 
-def test_the_three_packages_import_neither_typing_nor_importlib() -> None:
-    """Importing the packages and a light export costs no typing or importlib machinery."""
+def test_the_helper_costs_the_hot_paths_nothing() -> None:
+    """Importing submodules never loads the helper; a package-level lookup loads it, but
+    neither typing nor importlib."""
     code = (
         "import sys\n"
-        "import coretsia.worker_protocol as p, coretsia.supervisor, coretsia.supervisor.process\n"
-        "p.Need, coretsia.supervisor.process.ProcessError\n"
+        "import coretsia.worker_protocol.framing, coretsia.supervisor.launcher\n"
+        "import coretsia.supervisor.process.errors\n"
+        "print('coretsia.worker_protocol.internal.runtime.lazy' in sys.modules)\n"
+        "coretsia.worker_protocol.Need, coretsia.supervisor.process.ProcessError\n"
         "print(sorted(m for m in ('typing', 'importlib') if m in sys.modules))\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
-    assert (result.returncode, result.stdout, result.stderr) == (0, "[]\n", "")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "False\n[]\n", "")

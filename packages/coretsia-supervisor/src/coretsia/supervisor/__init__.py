@@ -16,8 +16,8 @@ __all__ = ["ProcessManager"]
 
 
 def __getattr__(name: str) -> object:
-    # The helper is imported here, not with the package: the wheel's build hook
-    # (hatch_build.py) imports this package where only the build requirements exist.
+    # Imported here, as in every lazy package; in this one it also matters to the wheel's
+    # build hook (hatch_build.py), which imports the package with only hatchling installed.
     from coretsia.worker_protocol.internal.runtime.lazy import lazy_getattr
 
     return lazy_getattr(__name__, name, {"process.manager": ("ProcessManager",)})

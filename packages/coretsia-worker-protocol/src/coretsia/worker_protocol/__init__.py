@@ -15,8 +15,6 @@ own processes live in :mod:`coretsia.worker_protocol.internal` and
 
 from __future__ import annotations
 
-from coretsia.worker_protocol.internal.runtime.lazy import lazy_dir, lazy_getattr
-
 # Not ``from typing import TYPE_CHECKING``: importing typing costs milliseconds on every
 # worker boot, and type checkers honour a module-level ``TYPE_CHECKING`` all the same.
 TYPE_CHECKING = False
@@ -186,8 +184,12 @@ _HOMES = {
 
 
 def __getattr__(name: str) -> object:
+    from coretsia.worker_protocol.internal.runtime.lazy import lazy_getattr
+
     return lazy_getattr(__name__, name, _HOMES)
 
 
 def __dir__() -> list[str]:
+    from coretsia.worker_protocol.internal.runtime.lazy import lazy_dir
+
     return lazy_dir(__name__, _HOMES)

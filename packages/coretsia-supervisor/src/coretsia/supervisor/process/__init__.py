@@ -19,8 +19,6 @@ there.
 
 from __future__ import annotations
 
-from coretsia.worker_protocol.internal.runtime.lazy import lazy_dir, lazy_getattr
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from coretsia.supervisor.process.decorator import (
@@ -138,8 +136,12 @@ __all__ = sorted(name for names in _HOMES.values() for name in names)
 
 
 def __getattr__(name: str) -> object:
+    from coretsia.worker_protocol.internal.runtime.lazy import lazy_getattr
+
     return lazy_getattr(__name__, name, _HOMES)
 
 
 def __dir__() -> list[str]:
+    from coretsia.worker_protocol.internal.runtime.lazy import lazy_dir
+
     return lazy_dir(__name__, _HOMES)

@@ -16,8 +16,8 @@ guardian package (which it only launches), and the proc host and the sources wit
 depending on either daemon. Why not in the public part: none of this is a contract for
 third parties.
 
-This package imports nothing itself: the worker boot path and the ``status`` probe load
-only the one module they use (:mod:`.imports`, :mod:`.lazy`), never trio, which only
-:mod:`.channel` imports (the ``runtime`` extra of this distribution declares it; the
-guardian and the supervisor, the two that import the channel, depend on trio anyway).
+This package imports nothing itself, so each process loads only the modules it uses: the
+``status`` probe none of them, a worker only :mod:`.imports` (to follow its task source's
+address), and only the guardian and the supervisor load trio, through :mod:`.channel`
+(the ``runtime`` extra of this distribution declares it; both depend on trio anyway).
 """

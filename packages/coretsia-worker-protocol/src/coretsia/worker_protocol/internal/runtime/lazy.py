@@ -6,7 +6,9 @@ the public names eagerly there would make every boot and every ``status`` probe 
 modules it never touches. A package instead declares where each name lives and its
 ``__getattr__`` and ``__dir__`` call the two functions here.
 
-Loaded by the package ``__init__`` modules, so it stays as cheap as they must be:
+They import this module inside those functions, not with the package: the hot paths
+import submodules, never a package-level name, so they never load it (nor the packages
+above it). Once loaded it stays as cheap as the package ``__init__`` modules must be:
 ``__import__`` and :data:`sys.modules`, never :mod:`importlib` or :mod:`typing`.
 """
 
