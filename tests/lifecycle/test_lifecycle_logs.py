@@ -8,7 +8,7 @@ from pathlib import Path
 
 from pools import Supervisor, cli, wait_for, wait_gone, write_root
 
-from coretsia.guardian.logs import SAFE_FIELDS
+from coretsia.worker_protocol.internal.runtime.logs import SAFE_FIELDS
 
 ENVELOPE = {"event", "level", "ts"}
 

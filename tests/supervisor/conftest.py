@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from telemetry_memory import Pipeline, in_memory
 
-from coretsia.guardian.logs import LOGGER_NAME, JsonFormatter
+from coretsia.worker_protocol.internal.runtime.logs import LOGGER_NAME, JsonFormatter
 
 
 @pytest.fixture

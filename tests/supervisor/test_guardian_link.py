@@ -8,7 +8,6 @@ from typing import Any, cast
 import pytest
 import trio
 
-from coretsia.guardian.channel import FramedChannel
 from coretsia.supervisor.guardian_link import GuardianLink
 from coretsia.supervisor.guardian_process import TREE_ENV, TREE_MARK, guardian_env
 from coretsia.worker_protocol.catalogue import Reason
@@ -26,6 +25,7 @@ from coretsia.worker_protocol.internal.guardian import (
     decode_guardian_frame,
     encode_guardian_frame,
 )
+from coretsia.worker_protocol.internal.runtime.channel import FramedChannel
 from coretsia.worker_protocol.vocabulary import Driver
 
 HELLO = Hello(

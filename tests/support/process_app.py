@@ -322,7 +322,7 @@ if __name__ == "__main__":
     assert current_pool() is None
     os.umask(0o022)
     if os.environ.get("APP_SUBREAPER") == "1":  # an application that is a subreaper itself
-        from coretsia.guardian.subreaper import become_subreaper
+        from coretsia.worker_protocol.internal.runtime.subreaper import become_subreaper
 
         become_subreaper()
     print("before", _process_state(), flush=True)

@@ -23,7 +23,6 @@ import trio
 
 from coretsia.guardian._version import __version__
 from coretsia.guardian.backends import ExitReport
-from coretsia.guardian.channel import FramedChannel
 from coretsia.guardian.spawner import Spawner, SpawnRequest
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import (
@@ -49,6 +48,7 @@ from coretsia.worker_protocol.internal.proc_host import (
     decode_proc_host_frame,
     encode_proc_host_frame,
 )
+from coretsia.worker_protocol.internal.runtime.channel import FramedChannel
 
 HOST_HANDSHAKE_TIMEOUT_S: Final = 30.0
 

@@ -29,9 +29,6 @@ import psutil
 import trio
 
 from coretsia.guardian.backends import Backend, ForkBackend
-from coretsia.guardian.channel import FramedChannel
-from coretsia.guardian.exit_kind import exit_kind
-from coretsia.guardian.logs import event
 from coretsia.guardian.reaper import reap_forever
 from coretsia.guardian.spawner import Spawner
 from coretsia.worker_protocol.catalogue import Reason
@@ -52,6 +49,9 @@ from coretsia.worker_protocol.internal.guardian import (
     decode_guardian_frame,
     encode_guardian_frame,
 )
+from coretsia.worker_protocol.internal.runtime.channel import FramedChannel
+from coretsia.worker_protocol.internal.runtime.exit_kind import from_wait_status as exit_kind
+from coretsia.worker_protocol.internal.runtime.logs import event
 from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
 from coretsia.worker_protocol.vocabulary import Driver, ShutdownPhase
 

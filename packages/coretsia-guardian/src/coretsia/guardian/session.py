@@ -7,10 +7,7 @@ import os
 import trio
 
 from coretsia.guardian._version import __version__
-from coretsia.guardian.channel import FramedChannel
-from coretsia.guardian.logs import configure, event
 from coretsia.guardian.runtime import receive_frame, run_generation
-from coretsia.guardian.subreaper import become_subreaper
 from coretsia.worker_protocol import lock
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import WorkerStartFailedError
@@ -23,6 +20,9 @@ from coretsia.worker_protocol.internal.guardian import (
     encode_guardian_frame,
 )
 from coretsia.worker_protocol.internal.handshake import check_peer_version
+from coretsia.worker_protocol.internal.runtime.channel import FramedChannel
+from coretsia.worker_protocol.internal.runtime.logs import configure, event
+from coretsia.worker_protocol.internal.runtime.subreaper import become_subreaper
 from coretsia.worker_protocol.lifecycle import FENCE_PATH, LOCK_PATH
 
 HANDSHAKE_TIMEOUT_S = 30.0

@@ -34,7 +34,6 @@ from coretsia.proc_host._version import __version__
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import ProtocolError, WorkerStartFailedError
 from coretsia.worker_protocol.framing import LineFramer, Need
-from coretsia.worker_protocol.internal.exit_kind import from_returncode
 from coretsia.worker_protocol.internal.guardian import (
     Exited,
     Refused,
@@ -53,6 +52,7 @@ from coretsia.worker_protocol.internal.proc_host import (
     decode_proc_host_frame,
     encode_proc_host_frame,
 )
+from coretsia.worker_protocol.internal.runtime.exit_kind import from_returncode
 from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
 
 CHANNEL_FD: Final = 3

@@ -48,7 +48,6 @@ whether the handler imports and is callable is left to the worker.
 
 from __future__ import annotations
 
-import importlib
 import os
 import sqlite3
 import weakref
@@ -57,6 +56,7 @@ from typing import TYPE_CHECKING, Final
 
 from coretsia.sources.sqlite_queue import Message, QueueError, SqliteQueue, Waiter
 from coretsia.worker_protocol.catalogue import ConfigRule
+from coretsia.worker_protocol.internal.runtime.imports import import_target
 from coretsia.worker_protocol.task_source import TaskSourceOptionError
 
 if TYPE_CHECKING:  # of the SPI, only the option error is needed at run time
@@ -340,12 +340,9 @@ def _handler_target(target: object) -> str:
 
 
 def _import_handler(target: str) -> Handler:
-    """Import ``module:attr.path`` (shaped by :func:`_handler_target`) and check it is callable."""
-    module_name, _, attr_path = target.partition(":")
+    """Follow ``module:attr.path`` (shaped by :func:`_handler_target`); it must be callable."""
     try:
-        handler: object = importlib.import_module(module_name)
-        for part in attr_path.split("."):
-            handler = getattr(handler, part)
+        handler = import_target(target)
     except (ImportError, AttributeError) as error:
         raise SourceOptionError("handler", ConfigRule.INVALID_TARGET) from error
     if not callable(handler):

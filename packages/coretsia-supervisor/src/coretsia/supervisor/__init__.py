@@ -16,10 +16,8 @@ __all__ = ["ProcessManager"]
 
 
 def __getattr__(name: str) -> object:
-    """Import :class:`ProcessManager` on first use, not with the package."""
-    if name != "ProcessManager":
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    from coretsia.supervisor.process.manager import ProcessManager
+    # Imported here, as in every lazy package; in this one it also matters to the wheel's
+    # build hook (hatch_build.py), which imports the package with only hatchling installed.
+    from coretsia.worker_protocol.internal.runtime.lazy import lazy_getattr
 
-    return ProcessManager
+    return lazy_getattr(__name__, name, {"process.manager": ("ProcessManager",)})

@@ -40,7 +40,7 @@ class EntryPoint:
 
     def load(self) -> object:
         """Import the module and return the attribute, as ``EntryPoint.load`` does."""
-        from coretsia.supervisor.imports import import_target
+        from coretsia.worker_protocol.internal.runtime.imports import import_target
 
         match = _VALUE.match(self.value)
         if match is None:

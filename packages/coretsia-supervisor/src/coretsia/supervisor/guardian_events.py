@@ -14,7 +14,6 @@ from collections.abc import Callable
 import attrs
 import trio
 
-from coretsia.guardian.logs import event
 from coretsia.supervisor.guardian_link import GuardianLink
 from coretsia.supervisor.pool import Pool
 from coretsia.worker_protocol.catalogue import Reason
@@ -35,6 +34,7 @@ from coretsia.worker_protocol.internal.guardian import (
     Spawned,
     SpawnFailed,
 )
+from coretsia.worker_protocol.internal.runtime.logs import event
 
 
 @attrs.define

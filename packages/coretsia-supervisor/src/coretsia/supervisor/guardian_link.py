@@ -14,7 +14,6 @@ from typing import Final
 
 import trio
 
-from coretsia.guardian.channel import FramedChannel
 from coretsia.supervisor._version import __version__
 from coretsia.supervisor.guardian_process import GuardianProcess, take_early
 from coretsia.worker_protocol.catalogue import Reason
@@ -33,6 +32,7 @@ from coretsia.worker_protocol.internal.guardian import (
     encode_guardian_frame,
 )
 from coretsia.worker_protocol.internal.handshake import check_peer_version
+from coretsia.worker_protocol.internal.runtime.channel import FramedChannel
 
 HANDSHAKE_TIMEOUT_S: Final = 30.0
 """Bound on the guardian's start-up, handshake and lock claim (an interpreter and trio)."""

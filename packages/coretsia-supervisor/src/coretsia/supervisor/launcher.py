@@ -466,7 +466,7 @@ def _resolve_source(target: object, context: _Context) -> TaskSource:
 
     if not isinstance(target, str) or not all(target.partition(":")[::2]):
         raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_UNRESOLVABLE)  # no module, or no attr
-    from coretsia.supervisor.imports import import_target
+    from coretsia.worker_protocol.internal.runtime.imports import import_target
 
     try:
         factory = import_target(target)

@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import logging
 
-from coretsia.guardian.logs import event
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
+from coretsia.worker_protocol.internal.runtime.logs import event
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

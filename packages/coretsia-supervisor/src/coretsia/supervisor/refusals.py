@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Final
 
-from coretsia.guardian.logs import event
+from coretsia.worker_protocol.internal.runtime.logs import event
 
 INTERVAL_S: Final = 1.0
 """At most one ``control.refused`` line per cause in this many seconds."""

@@ -52,9 +52,9 @@ def run_supervisor(
 
     import trio
 
-    from coretsia.guardian.logs import JsonFormatter, configure
-    from coretsia.guardian.subreaper import become_subreaper
     from coretsia.supervisor.supervisor import Supervisor
+    from coretsia.worker_protocol.internal.runtime.logs import JsonFormatter, configure
+    from coretsia.worker_protocol.internal.runtime.subreaper import become_subreaper
 
     become_subreaper()
     logger = configure(log_format)
@@ -100,8 +100,8 @@ def _telemetry(mode: str, metrics: MetricsEndpoint | None) -> Telemetry:
     if mode == "otel":
         import logging
 
-        from coretsia.guardian.logs import event
         from coretsia.supervisor.otel import opentelemetry_parts
+        from coretsia.worker_protocol.internal.runtime.logs import event
 
         parts = opentelemetry_parts("coretsia.supervisor")
         if parts is None:

@@ -24,7 +24,6 @@ from typing import Final
 
 import trio
 
-from coretsia.guardian.logs import event
 from coretsia.supervisor.config import PoolConfig
 from coretsia.supervisor.guardian_link import GuardianLink
 from coretsia.supervisor.pool import Pool, Slot, SlotState, StopCause
@@ -39,6 +38,7 @@ from coretsia.worker_protocol.exceptions import (
 )
 from coretsia.worker_protocol.framing import LineFramer, Need
 from coretsia.worker_protocol.internal.guardian import Spawn
+from coretsia.worker_protocol.internal.runtime.logs import event
 from coretsia.worker_protocol.vocabulary import PoolStatus
 from coretsia.worker_protocol.worker_channel import (
     Failed,

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from coretsia.guardian.logs import event
 from coretsia.supervisor import generation, output
 from coretsia.supervisor._version import __version__
 from coretsia.supervisor.config import PoolConfig
@@ -60,6 +59,7 @@ from coretsia.worker_protocol.exceptions import (
     WorkerStartFailedError,
 )
 from coretsia.worker_protocol.internal.guardian import Exited, Hello, Release, Shutdown
+from coretsia.worker_protocol.internal.runtime.logs import event
 from coretsia.worker_protocol.vocabulary import ControlCommand, Driver, PoolStatus, Transport
 
 if TYPE_CHECKING:

@@ -285,7 +285,7 @@ def resolve_hooks(spec: dict[str, object]) -> Hooks:
 
 
 def _import_callable(target: object) -> Callable[[], object]:
-    from coretsia.supervisor.imports import import_target
+    from coretsia.worker_protocol.internal.runtime.imports import import_target
 
     if not isinstance(target, str) or ":" not in target:
         raise _failure("CHILD_START_FAILED")

@@ -15,8 +15,6 @@ own processes live in :mod:`coretsia.worker_protocol.internal` and
 
 from __future__ import annotations
 
-import sys
-
 # Not ``from typing import TYPE_CHECKING``: importing typing costs milliseconds on every
 # worker boot, and type checkers honour a module-level ``TYPE_CHECKING`` all the same.
 TYPE_CHECKING = False
@@ -129,71 +127,69 @@ __all__ = [
     "endpoint_hash",
 ]
 
-_WHERE: dict[str, str] = {
-    "ControlCommand": "coretsia.worker_protocol.vocabulary",
-    "Driver": "coretsia.worker_protocol.vocabulary",
-    "DriverRequest": "coretsia.worker_protocol.vocabulary",
-    "PoolStatus": "coretsia.worker_protocol.vocabulary",
-    "ShutdownPhase": "coretsia.worker_protocol.vocabulary",
-    "Transport": "coretsia.worker_protocol.vocabulary",
-    "TransportRequest": "coretsia.worker_protocol.vocabulary",
-    "CONTROL_VERSION": "coretsia.worker_protocol.control",
-    "ConfigRule": "coretsia.worker_protocol.catalogue",
-    "ControlRequest": "coretsia.worker_protocol.control",
-    "ControlResponse": "coretsia.worker_protocol.control",
-    "EXIT_CODES": "coretsia.worker_protocol.catalogue",
-    "EXPLANATIONS": "coretsia.worker_protocol.catalogue",
-    "ErrorCode": "coretsia.worker_protocol.catalogue",
-    "ErrorResponse": "coretsia.worker_protocol.control",
-    "ExitCode": "coretsia.worker_protocol.exit_codes",
-    "HealthReason": "coretsia.worker_protocol.catalogue",
-    "HealthResponse": "coretsia.worker_protocol.control",
-    "LineFramer": "coretsia.worker_protocol.framing",
-    "LocalProtocolError": "coretsia.worker_protocol.exceptions",
-    "Locator": "coretsia.worker_protocol.locator",
-    "MAX_FRAME_BYTES": "coretsia.worker_protocol.framing",
-    "Need": "coretsia.worker_protocol.framing",
-    "PoolState": "coretsia.worker_protocol.state",
-    "PoolSummary": "coretsia.worker_protocol.control",
-    "ProtocolError": "coretsia.worker_protocol.exceptions",
-    "REASON_CODES": "coretsia.worker_protocol.catalogue",
-    "Reason": "coretsia.worker_protocol.catalogue",
-    "RemoteProtocolError": "coretsia.worker_protocol.exceptions",
-    "StatusResponse": "coretsia.worker_protocol.control",
-    "StopProgress": "coretsia.worker_protocol.control",
-    "StoppedResponse": "coretsia.worker_protocol.control",
-    "WorkerAlreadyRunningError": "coretsia.worker_protocol.exceptions",
-    "WorkerCommunicationFailedError": "coretsia.worker_protocol.exceptions",
-    "WorkerConfigError": "coretsia.worker_protocol.exceptions",
-    "WorkerError": "coretsia.worker_protocol.exceptions",
-    "WorkerForkFailedError": "coretsia.worker_protocol.exceptions",
-    "WorkerLifecycleFailedError": "coretsia.worker_protocol.exceptions",
-    "WorkerNotRunningError": "coretsia.worker_protocol.exceptions",
-    "WorkerStartFailedError": "coretsia.worker_protocol.exceptions",
-    "__version__": "coretsia.worker_protocol._version",
-    "decode_locator": "coretsia.worker_protocol.locator",
-    "decode_request": "coretsia.worker_protocol.control",
-    "decode_response": "coretsia.worker_protocol.control",
-    "decode_state": "coretsia.worker_protocol.state",
-    "encode_locator": "coretsia.worker_protocol.locator",
-    "encode_request": "coretsia.worker_protocol.control",
-    "encode_response": "coretsia.worker_protocol.control",
-    "encode_state": "coretsia.worker_protocol.state",
-    "endpoint_hash": "coretsia.worker_protocol.endpoint",
+_HOMES = {
+    "_version": ("__version__",),
+    "catalogue": (
+        "ConfigRule",
+        "EXIT_CODES",
+        "EXPLANATIONS",
+        "ErrorCode",
+        "HealthReason",
+        "REASON_CODES",
+        "Reason",
+    ),
+    "control": (
+        "CONTROL_VERSION",
+        "ControlRequest",
+        "ControlResponse",
+        "ErrorResponse",
+        "HealthResponse",
+        "PoolSummary",
+        "StatusResponse",
+        "StopProgress",
+        "StoppedResponse",
+        "decode_request",
+        "decode_response",
+        "encode_request",
+        "encode_response",
+    ),
+    "endpoint": ("endpoint_hash",),
+    "exceptions": (
+        "LocalProtocolError",
+        "ProtocolError",
+        "RemoteProtocolError",
+        "WorkerAlreadyRunningError",
+        "WorkerCommunicationFailedError",
+        "WorkerConfigError",
+        "WorkerError",
+        "WorkerForkFailedError",
+        "WorkerLifecycleFailedError",
+        "WorkerNotRunningError",
+        "WorkerStartFailedError",
+    ),
+    "exit_codes": ("ExitCode",),
+    "framing": ("LineFramer", "MAX_FRAME_BYTES", "Need"),
+    "locator": ("Locator", "decode_locator", "encode_locator"),
+    "state": ("PoolState", "decode_state", "encode_state"),
+    "vocabulary": (
+        "ControlCommand",
+        "Driver",
+        "DriverRequest",
+        "PoolStatus",
+        "ShutdownPhase",
+        "Transport",
+        "TransportRequest",
+    ),
 }
 
 
 def __getattr__(name: str) -> object:
-    """Import the defining submodule on first use of a public name."""
-    module = _WHERE.get(name)
-    if module is None:
-        msg = f"module 'coretsia.worker_protocol' has no attribute {name!r}"
-        raise AttributeError(msg)
-    __import__(module)  # not importlib.import_module: importing importlib costs too
-    value = getattr(sys.modules[module], name)
-    globals()[name] = value
-    return value
+    from coretsia.worker_protocol.internal.runtime.lazy import lazy_getattr
+
+    return lazy_getattr(__name__, name, _HOMES)
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    from coretsia.worker_protocol.internal.runtime.lazy import lazy_dir
+
+    return lazy_dir(__name__, _HOMES)

@@ -131,23 +131,17 @@ _HOMES = {
     "ipc_endpoint": ("MAX_MESSAGE_BYTES",),
     "worker_pool": ("WorkerPool", "current_pool"),
 }
-_HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
-__all__ = sorted(_HOME_OF)
+__all__ = sorted(name for names in _HOMES.values() for name in names)
 
 
 def __getattr__(name: str) -> object:
-    """Import the module that defines ``name`` on first use (PEP 562)."""
-    module = _HOME_OF.get(name)
-    if module is None:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    import importlib
+    from coretsia.worker_protocol.internal.runtime.lazy import lazy_getattr
 
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+    return lazy_getattr(__name__, name, _HOMES)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_HOME_OF})
+    from coretsia.worker_protocol.internal.runtime.lazy import lazy_dir
+
+    return lazy_dir(__name__, _HOMES)

@@ -76,7 +76,7 @@ def _register(manager: ProcessManager, table: ProcessTable) -> None:
 
 def _resolve(target: str) -> Any:
     """Import ``module:qualname``; a class is built with no arguments (its instance runs)."""
-    from coretsia.supervisor.imports import import_target
+    from coretsia.worker_protocol.internal.runtime.imports import import_target
 
     try:
         found = import_target(target)

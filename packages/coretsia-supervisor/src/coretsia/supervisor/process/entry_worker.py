@@ -166,7 +166,7 @@ def _prepare_main(main: object) -> None:
 
 def _runnable(entry: SnapshotEntry) -> Callable[[WorkerPool, int], Any]:
     """The callable that runs the entry: its function, or a fresh instance's method."""
-    from coretsia.supervisor.imports import import_target
+    from coretsia.worker_protocol.internal.runtime.imports import import_target
 
     found: Any = import_target(entry.target)  # ``__main__``: the script re-imported above
     if entry.kind == KIND_FUNCTION:

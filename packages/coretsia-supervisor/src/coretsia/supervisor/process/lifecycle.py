@@ -83,7 +83,10 @@ class Runtime:
             if self._cancelled or not manager.entries():
                 return
             self._finished = True
-        from coretsia.guardian.subreaper import become_subreaper, is_subreaper
+        from coretsia.worker_protocol.internal.runtime.subreaper import (
+            become_subreaper,
+            is_subreaper,
+        )
 
         umask = os.umask(0o077)
         logger = _LoggerState.save()
@@ -158,7 +161,7 @@ class _LoggerState:
     def save(cls) -> _LoggerState:
         import logging
 
-        from coretsia.guardian.logs import LOGGER_NAME
+        from coretsia.worker_protocol.internal.runtime.logs import LOGGER_NAME
 
         return cls(logging.getLogger(LOGGER_NAME))
 

@@ -7,6 +7,7 @@ from a failure and a SIGTERM from a SIGKILL (an out-of-memory kill), nothing mor
 
 from __future__ import annotations
 
+import os
 import signal
 
 
@@ -24,3 +25,8 @@ def from_returncode(code: int) -> str:
     if -code == signal.SIGKILL:
         return "signal-kill"
     return "signal-other"
+
+
+def from_wait_status(wait_status: int) -> str:
+    """The bounded exit kind of a raw ``waitpid`` status (the guardian's reaper)."""
+    return from_returncode(os.waitstatus_to_exitcode(wait_status))

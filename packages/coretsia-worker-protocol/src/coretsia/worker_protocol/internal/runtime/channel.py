@@ -1,7 +1,7 @@
 """A framed stream that can carry descriptors: the guardian channel's transport.
 
-Both the supervisor and the guardian speak through it (the supervisor imports this module;
-the guardian never imports the supervisor). Frames are newline-delimited, bounded by
+Both the supervisor and the guardian speak through it (from the protocol distribution,
+so neither imports the other). Frames are newline-delimited, bounded by
 :class:`~coretsia.worker_protocol.framing.LineFramer`. A ``spawn`` frame carries the
 worker's end of its worker channel as ``SCM_RIGHTS`` ancillary data, so the supervisor
 keeps reading readiness directly from each worker while the guardian alone owns the

@@ -1,10 +1,11 @@
 """The one import walk from a ``module:attr`` address to the object it names.
 
 Coretsia freezes addresses, never objects: a task-source factory and hooks in the
-generation, a process entry's target, an installed entry point's value. Every worker is
-a fresh interpreter that follows the address again. Each caller maps a failure to its
-own reason (a source is unresolvable, a hook fails the start, an entry cannot be
-rebuilt), so this only walks and lets the import's or the walk's exception through.
+generation, a process entry's target, an installed entry point's value, the ``sqlite``
+source's handler. Every worker is a fresh interpreter that follows the address again.
+Each caller maps a failure to its own reason (a source is unresolvable, a hook fails the
+start, an entry cannot be rebuilt, a handler is an invalid target), so this only walks
+and lets the import's or the walk's exception through.
 
 On the worker boot path: nothing is imported here until an address is followed.
 """

@@ -6,12 +6,15 @@ import os.path
 
 import pytest
 
-from coretsia.supervisor.imports import import_target
+from coretsia.worker_protocol.internal.runtime.imports import import_target
 
 
 def test_module_and_dotted_attribute() -> None:
     assert import_target("os.path:join") is os.path.join
-    assert import_target("coretsia.supervisor.imports:import_target.__name__") == "import_target"
+    assert (
+        import_target("coretsia.worker_protocol.internal.runtime.imports:import_target.__name__")
+        == "import_target"
+    )
 
 
 def test_module_alone() -> None:

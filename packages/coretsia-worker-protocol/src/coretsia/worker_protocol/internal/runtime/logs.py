@@ -12,8 +12,8 @@ invisible); and for ``task.failed``, ``attempt`` (a count), ``retried`` (a boole
 refused at the call site: redaction is an allow-list, kept here in one place. Paths,
 ports, credentials, payloads and exception messages have no field to travel in.
 
-Standard library :mod:`logging` only: the guardian uses it too, and it must not import the
-supervisor.
+Standard library :mod:`logging` only. The supervisor and the guardian both log through it,
+so it lives in the protocol distribution's runtime plumbing, not in either of them.
 """
 
 from __future__ import annotations
