@@ -3,10 +3,10 @@
 Seed 003's ``ProcessManager`` on the Coretsia supervisor: the entry types
 (:class:`Process`, :class:`ProcessDefinition`), the manager's naming, batch, limit,
 async and re-creatability rules, the ``@process`` decorator with its discovery, the
-versioned snapshot the generation carries, ``start``/``stop`` (:mod:`.lifecycle`), and
-the worker side: how an entry is rebuilt and run (:mod:`.entry_worker`), the ``pool`` it
-receives (:class:`WorkerPool`) and the pool-wide IPC (:mod:`.ipc_endpoint`,
-:mod:`.ipc_resources`).
+versioned snapshot the generation carries, ``start``/``stop`` (:mod:`.lifecycle`) and the
+pool's IPC resources (:mod:`.ipc_resources`). The worker side, in :mod:`.worker`: how an
+entry is rebuilt and run (:mod:`.worker.entry`), the ``pool`` it receives
+(:class:`WorkerPool`) and its message endpoint (:mod:`.worker.ipc_endpoint`).
 
 Every worker is a fresh interpreter, so an entry is re-created there from its
 ``module:qualname`` (:func:`target_of`): the object registered in the parent is built
@@ -35,7 +35,6 @@ if TYPE_CHECKING:
         ProcessDefinition as ProcessDefinition,
     )
     from coretsia.supervisor.process.definition import effective_async as effective_async
-    from coretsia.supervisor.process.entry_worker import Terminated as Terminated
     from coretsia.supervisor.process.errors import (
         AsyncMismatchError as AsyncMismatchError,
     )
@@ -77,12 +76,12 @@ if TYPE_CHECKING:
     from coretsia.supervisor.process.errors import (
         RegistrationClosedError as RegistrationClosedError,
     )
-    from coretsia.supervisor.process.ipc_endpoint import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
     from coretsia.supervisor.process.manager import ProcessEntry as ProcessEntry
     from coretsia.supervisor.process.manager import ProcessManager as ProcessManager
     from coretsia.supervisor.process.rules import IPC_MSGQUEUE as IPC_MSGQUEUE
     from coretsia.supervisor.process.rules import IPC_NONE as IPC_NONE
     from coretsia.supervisor.process.rules import IPC_UNIXSOCK as IPC_UNIXSOCK
+    from coretsia.supervisor.process.rules import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
     from coretsia.supervisor.process.rules import MAX_WORKERS as MAX_WORKERS
     from coretsia.supervisor.process.snapshot import SNAPSHOT_SCHEMA as SNAPSHOT_SCHEMA
     from coretsia.supervisor.process.snapshot import ProcessSnapshot as ProcessSnapshot
@@ -93,8 +92,9 @@ if TYPE_CHECKING:
     from coretsia.supervisor.process.snapshot import load_snapshot as load_snapshot
     from coretsia.supervisor.process.snapshot import snapshot as snapshot
     from coretsia.supervisor.process.targets import target_of as target_of
-    from coretsia.supervisor.process.worker_pool import WorkerPool as WorkerPool
-    from coretsia.supervisor.process.worker_pool import current_pool as current_pool
+    from coretsia.supervisor.process.worker.entry import Terminated as Terminated
+    from coretsia.supervisor.process.worker.pool import WorkerPool as WorkerPool
+    from coretsia.supervisor.process.worker.pool import current_pool as current_pool
 
 _HOMES = {
     "decorator": ("Discovered", "ProcessDeclaration", "discover", "process"),
@@ -117,7 +117,7 @@ _HOMES = {
         "RegistrationClosedError",
     ),
     "manager": ("ProcessEntry", "ProcessManager"),
-    "rules": ("IPC_MSGQUEUE", "IPC_NONE", "IPC_UNIXSOCK", "MAX_WORKERS"),
+    "rules": ("IPC_MSGQUEUE", "IPC_NONE", "IPC_UNIXSOCK", "MAX_MESSAGE_BYTES", "MAX_WORKERS"),
     "snapshot": (
         "SNAPSHOT_SCHEMA",
         "ProcessSnapshot",
@@ -127,9 +127,8 @@ _HOMES = {
         "snapshot",
     ),
     "targets": ("target_of",),
-    "entry_worker": ("Terminated",),
-    "ipc_endpoint": ("MAX_MESSAGE_BYTES",),
-    "worker_pool": ("WorkerPool", "current_pool"),
+    "worker.entry": ("Terminated",),
+    "worker.pool": ("WorkerPool", "current_pool"),
 }
 _HOME_OF = {name: module for module, names in _HOMES.items() for name in names}
 
