@@ -54,13 +54,6 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "sources": RUNTIME,
 }
 
-KNOWN_CYCLES = {
-    # ProcessManager's private registration methods, called by its neighbours; removed
-    # by the registry value object (issue 13, "process/ without cycles").
-    "coretsia.supervisor.process": "manager, decorator, lifecycle and snapshot",
-}
-"""Cycles being removed in parallel: flip each to a plain pass by deleting its line."""
-
 STDLIB = sys.stdlib_module_names | {"_sha2"}  # _sha2: Python 3.12's name for _sha256
 
 
@@ -338,20 +331,7 @@ def _home(component: list[str], packages: set[str]) -> str:
     return ".".join(common)
 
 
-def _cycle_params() -> list[Any]:
-    """Every package; those of :data:`KNOWN_CYCLES` expected to fail, strictly."""
-    return [
-        pytest.param(
-            package,
-            marks=pytest.mark.xfail(strict=True, reason=f"known cycle: {KNOWN_CYCLES[package]}"),
-        )
-        if package in KNOWN_CYCLES
-        else package
-        for package in _packages()
-    ]
-
-
-@pytest.mark.parametrize("package", _cycle_params())
+@pytest.mark.parametrize("package", _packages())
 def test_no_import_cycle(package: str) -> None:
     """No modules of ``package`` import each other in a circle, directly or not.
 

@@ -312,7 +312,7 @@ class TestDiscovery:
                 pass
         """)
         manager = ProcessManager()
-        manager._close_registration()
+        manager.registry.close()
         with pytest.raises(RegistrationClosedError):
             discover([mod], manager)
         assert mod not in sys.modules

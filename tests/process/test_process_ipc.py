@@ -124,7 +124,7 @@ def without_ipc(pool, worker_id):
     except IpcUnavailableError as error:
         seen["refused"] = type(error).__name__
     seen["loaded"] = sorted(
-        name for name in ("sysv_ipc", "coretsia.supervisor.process.ipc_endpoint")
+        name for name in ("sysv_ipc", "coretsia.supervisor.process.worker.ipc_endpoint")
         if name in sys.modules
     )
     report(**seen)
@@ -395,7 +395,7 @@ class TestKilledSupervisor:
 def test_a_send_to_a_removed_queue_is_peer_unavailable() -> None:
     """sysv_ipc reports a removed queue as EINVAL, like a message over msgmax: told apart."""
     from coretsia.supervisor.process import PeerUnavailableError
-    from coretsia.supervisor.process.ipc_endpoint import QueueEndpoint
+    from coretsia.supervisor.process.worker.ipc_endpoint import QueueEndpoint
 
     queue = sysv_ipc.MessageQueue(None, sysv_ipc.IPC_CREX, mode=0o600)
     endpoint = QueueEndpoint(queue.key, queue.id, 0, 1)

@@ -359,9 +359,9 @@ class TestClosedRegistration:
         """A new manager is open; closing is what the first start attempt does."""
         manager = ProcessManager()
         assert manager.closed is False
-        manager._close_registration()
+        manager.registry.close()
         assert manager.closed is True
-        manager._close_registration()
+        manager.registry.close()
         assert manager.closed is True
 
     @pytest.mark.parametrize(
@@ -378,7 +378,7 @@ class TestClosedRegistration:
     def test_registration_and_settings_refused_after_close(self, call: Any) -> None:
         """Every registration and setter is refused once closed; nothing changes."""
         manager = ProcessManager().add(work, name="job")
-        manager._close_registration()
+        manager.registry.close()
         with pytest.raises(RegistrationClosedError):
             call(manager)
         assert list(manager.all()) == ["job"]
@@ -388,6 +388,6 @@ class TestClosedRegistration:
     def test_queries_still_work_after_close(self) -> None:
         """Registry queries stay available after close (seed 003)."""
         manager = ProcessManager().add(work, name="job")
-        manager._close_registration()
+        manager.registry.close()
         assert manager.has("job")
         assert manager.get("job") is manager.all()["job"]

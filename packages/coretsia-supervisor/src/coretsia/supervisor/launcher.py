@@ -6,7 +6,7 @@ nothing else (seed 000's "artifact-only boot"). A task slot (below the generatio
 ``workers``) resolves the task source, reports readiness, and runs the sequential worker
 loop until a cooperative stop, ``max_requests`` or a terminal failure; a slot past them
 runs a process entry (seed 003) through
-:mod:`coretsia.supervisor.process.entry_worker`, whose exit statuses differ (it exits 1
+:mod:`coretsia.supervisor.process.worker.entry`, whose exit statuses differ (it exits 1
 without a frame when the entry raised: the supervisor replaces it). Every spawn is a
 fresh interpreter, recycled and replaced ones included.
 
@@ -387,7 +387,7 @@ def _serve(
     processes = spec.get("processes")
     if processes is None:
         raise _Exit(EXIT_CONTRACT)  # no entries: the slot is past every task slot
-    from coretsia.supervisor.process.entry_worker import EntryBoot
+    from coretsia.supervisor.process.worker.entry import EntryBoot
 
     boot = EntryBoot(processes, slot - workers)  # a slot past every entry is a contract error
     _extend_path(root, spec.get("app_path"))

@@ -124,8 +124,8 @@ def generation_spec(root: Path, config: PoolConfig) -> dict[str, object]:
     """The generation snapshot: the validated config with discovery already resolved.
 
     Task workers get their source and hooks; ``[[process]]`` tables and
-    ``process_modules`` are registered on a :class:`ProcessManager` with the manager's
-    own rules, and its snapshot is frozen as ``processes``.
+    ``process_modules`` are registered on a process registry with the manager's own
+    rules, and its snapshot is frozen as ``processes``.
     """
     spec = config.to_generation_dict()
     if config.workers:
@@ -139,9 +139,9 @@ def generation_spec(root: Path, config: PoolConfig) -> dict[str, object]:
         from coretsia.supervisor.process.config_route import register_from_config
         from coretsia.supervisor.process.snapshot import snapshot
 
-        manager = register_from_config(root, config)
-        entries = len(manager.entries())
-        spec["processes"] = snapshot(manager)
+        registry = register_from_config(root, config)
+        entries = len(registry.entries())
+        spec["processes"] = snapshot(registry)
     if not 0 < config.workers + entries <= MAX_WORKERS:
         # A pool needs a slot (workers = 0 is for a pool of enabled entries alone), and
         # task workers and entries together are at most 1,024: what state and status carry.

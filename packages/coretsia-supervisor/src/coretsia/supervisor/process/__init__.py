@@ -1,12 +1,14 @@
 """Named pools of process entries (seed 003): registration, declarations, snapshots.
 
-Seed 003's ``ProcessManager`` on the Coretsia supervisor: the entry types
-(:class:`Process`, :class:`ProcessDefinition`), the manager's naming, batch, limit,
-async and re-creatability rules, the ``@process`` decorator with its discovery, the
-versioned snapshot the generation carries, ``start``/``stop`` (:mod:`.lifecycle`), and
-the worker side: how an entry is rebuilt and run (:mod:`.entry_worker`), the ``pool`` it
-receives (:class:`WorkerPool`) and the pool-wide IPC (:mod:`.ipc_endpoint`,
-:mod:`.ipc_resources`).
+Seed 003's ``ProcessManager`` on the Coretsia supervisor. The parent side, in this
+package: the entry types (:class:`Process`, :class:`ProcessDefinition`), the registry
+with its naming, batch, limit, async and re-creatability rules (:mod:`.registry`), the
+manager over it (:mod:`.manager`), the ``@process`` decorator (:mod:`.decorator`) and its
+discovery (:mod:`.discovery`), the versioned snapshot the generation carries,
+``start``/``stop`` (:mod:`.lifecycle`) and the pool's IPC resources
+(:mod:`.ipc_resources`). The worker side, in :mod:`.worker`: how an entry is rebuilt and
+run (:mod:`.worker.entry`), the ``pool`` it receives (:class:`WorkerPool`) and its
+message endpoint (:mod:`.worker.ipc_endpoint`).
 
 Every worker is a fresh interpreter, so an entry is re-created there from its
 ``module:qualname`` (:func:`target_of`): the object registered in the parent is built
@@ -27,7 +29,6 @@ if TYPE_CHECKING:
     from coretsia.supervisor.process.decorator import (
         ProcessDeclaration as ProcessDeclaration,
     )
-    from coretsia.supervisor.process.decorator import discover as discover
     from coretsia.supervisor.process.decorator import process as process
     from coretsia.supervisor.process.definition import AsyncOverride as AsyncOverride
     from coretsia.supervisor.process.definition import Process as Process
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
         ProcessDefinition as ProcessDefinition,
     )
     from coretsia.supervisor.process.definition import effective_async as effective_async
-    from coretsia.supervisor.process.entry_worker import Terminated as Terminated
+    from coretsia.supervisor.process.discovery import discover as discover
     from coretsia.supervisor.process.errors import (
         AsyncMismatchError as AsyncMismatchError,
     )
@@ -77,12 +78,12 @@ if TYPE_CHECKING:
     from coretsia.supervisor.process.errors import (
         RegistrationClosedError as RegistrationClosedError,
     )
-    from coretsia.supervisor.process.ipc_endpoint import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
-    from coretsia.supervisor.process.manager import ProcessEntry as ProcessEntry
     from coretsia.supervisor.process.manager import ProcessManager as ProcessManager
+    from coretsia.supervisor.process.registry import ProcessEntry as ProcessEntry
     from coretsia.supervisor.process.rules import IPC_MSGQUEUE as IPC_MSGQUEUE
     from coretsia.supervisor.process.rules import IPC_NONE as IPC_NONE
     from coretsia.supervisor.process.rules import IPC_UNIXSOCK as IPC_UNIXSOCK
+    from coretsia.supervisor.process.rules import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
     from coretsia.supervisor.process.rules import MAX_WORKERS as MAX_WORKERS
     from coretsia.supervisor.process.snapshot import SNAPSHOT_SCHEMA as SNAPSHOT_SCHEMA
     from coretsia.supervisor.process.snapshot import ProcessSnapshot as ProcessSnapshot
@@ -93,12 +94,14 @@ if TYPE_CHECKING:
     from coretsia.supervisor.process.snapshot import load_snapshot as load_snapshot
     from coretsia.supervisor.process.snapshot import snapshot as snapshot
     from coretsia.supervisor.process.targets import target_of as target_of
-    from coretsia.supervisor.process.worker_pool import WorkerPool as WorkerPool
-    from coretsia.supervisor.process.worker_pool import current_pool as current_pool
+    from coretsia.supervisor.process.worker.entry import Terminated as Terminated
+    from coretsia.supervisor.process.worker.pool import WorkerPool as WorkerPool
+    from coretsia.supervisor.process.worker.pool import current_pool as current_pool
 
 _HOMES = {
-    "decorator": ("Discovered", "ProcessDeclaration", "discover", "process"),
+    "decorator": ("Discovered", "ProcessDeclaration", "process"),
     "definition": ("AsyncOverride", "Process", "ProcessDefinition", "effective_async"),
+    "discovery": ("discover",),
     "errors": (
         "AsyncMismatchError",
         "DuplicateProcessNameError",
@@ -116,8 +119,9 @@ _HOMES = {
         "ProcessTargetError",
         "RegistrationClosedError",
     ),
-    "manager": ("ProcessEntry", "ProcessManager"),
-    "rules": ("IPC_MSGQUEUE", "IPC_NONE", "IPC_UNIXSOCK", "MAX_WORKERS"),
+    "manager": ("ProcessManager",),
+    "registry": ("ProcessEntry",),
+    "rules": ("IPC_MSGQUEUE", "IPC_NONE", "IPC_UNIXSOCK", "MAX_MESSAGE_BYTES", "MAX_WORKERS"),
     "snapshot": (
         "SNAPSHOT_SCHEMA",
         "ProcessSnapshot",
@@ -127,9 +131,8 @@ _HOMES = {
         "snapshot",
     ),
     "targets": ("target_of",),
-    "entry_worker": ("Terminated",),
-    "ipc_endpoint": ("MAX_MESSAGE_BYTES",),
-    "worker_pool": ("WorkerPool", "current_pool"),
+    "worker.entry": ("Terminated",),
+    "worker.pool": ("WorkerPool", "current_pool"),
 }
 
 __all__ = sorted(name for names in _HOMES.values() for name in names)

@@ -1,9 +1,10 @@
 """``[[process]]`` tables and ``process_modules``: seed 003's registration, from the file.
 
 ``coretsia-supervisor start`` registers every enabled table on a fresh
-:class:`ProcessManager` through ``add_batch`` (so a table obeys exactly the rules of the
-API: names, batches, the 1,024 limit, the async flag against the entry's shape), then
-runs :func:`.decorator.discover` over ``process_modules``. The target of a table is a
+:class:`~.registry.Registry`, one :meth:`~.registry.Registry.add` per table (the call
+``ProcessManager.add_batch`` makes, so a table obeys exactly the rules of the API:
+names, batches, the 1,024 limit, the async flag against the entry's shape), then runs
+:func:`.discovery.discover` over ``process_modules``. The target of a table is a
 function or a class, by ``module:qualname``; a class is built once here, with no
 arguments, like discovery does. The application's modules are imported with
 ``app_path`` first on ``sys.path``, as the workers will import them.
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from coretsia.supervisor.config import PoolConfig, ProcessTable
-from coretsia.supervisor.process.decorator import discover
+from coretsia.supervisor.process.discovery import discover
 from coretsia.supervisor.process.errors import (
     AsyncMismatchError,
     DuplicateProcessNameError,
@@ -28,7 +29,7 @@ from coretsia.supervisor.process.errors import (
     ProcessLimitExceededError,
     ProcessTargetError,
 )
-from coretsia.supervisor.process.manager import ProcessManager
+from coretsia.supervisor.process.registry import Registry
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
 
@@ -40,35 +41,34 @@ _RULES: dict[type[ProcessError], tuple[str, ConfigRule]] = {
     InvalidProcessNameError: ("name", ConfigRule.WRONG_TYPE),
     ProcessLimitExceededError: ("workers", ConfigRule.OUT_OF_RANGE),
 }
-"""Which key of a table each manager failure blames; anything else blames the target."""
+"""Which key of a table each registry failure blames; anything else blames the target."""
 
 
-def register_from_config(root: Path, config: PoolConfig) -> ProcessManager:
-    """A manager holding the file's entries, in file order, then the discovered ones."""
-    manager = ProcessManager(ipc_type=config.ipc_type, msg_queue_key=config.msg_queue_key)
+def register_from_config(root: Path, config: PoolConfig) -> Registry:
+    """A registry holding the file's entries, in file order, then the discovered ones."""
+    registry = Registry(config.ipc_type, config.msg_queue_key)
     added = [str(root if p == "." else root / p) for p in config.app_path]
     sys.path[0:0] = added
     try:
         for table in config.processes:
             if table.enabled:
-                _register(manager, table)
+                _register(registry, table)
         if config.process_modules:
             try:
-                discover(config.process_modules, manager)
+                discover(config.process_modules, registry)
             except ProcessError as exc:
                 rule = _RULES.get(type(exc), ("", ConfigRule.INVALID_TARGET))[1]
                 raise WorkerConfigError("worker.process_modules", rule) from exc
     finally:
         for path in added:
             sys.path.remove(path)
-    return manager
+    return registry
 
 
-def _register(manager: ProcessManager, table: ProcessTable) -> None:
+def _register(registry: Registry, table: ProcessTable) -> None:
     prefix = f"process[{table.index}]."
     try:
-        target = _resolve(table.target)
-        manager.add_batch(table.workers, target, table.enable_async, table.name)
+        registry.add(table.workers, _resolve(table.target), table.enable_async, table.name)
     except ProcessError as exc:
         key, rule = _RULES.get(type(exc), ("target", ConfigRule.INVALID_TARGET))
         raise WorkerConfigError(prefix + key, rule) from exc

@@ -1,39 +1,32 @@
-"""``@process`` declarations and their discovery (seed 003's ``#[Process]`` attribute).
+"""``@process`` declarations (seed 003's ``#[Process]`` attribute).
 
 The decorator only records the raw declaration on the class (``None`` kept distinct from
 ``False``: ``None`` inherits the task's ``enable_async``, a bool overrides it), so that
 importing an application module costs nothing and runs nothing. This module imports no
-more than :mod:`.errors` and :mod:`.rules` at the top because every worker imports the
-application's modules again, decorators included.
-
-:func:`discover` is the start-time half: it imports only the modules it is given (never
-a filesystem scan, which would import arbitrary files), validates every decorated class
-before building any, builds each class with ``workers > 0`` once to read its
-``enabled`` and ``enable_async``, and registers the enabled ones through the manager's
-batch rules. A ``workers=0`` declaration is validated but never built. Nothing executes a
-task here. Discovery is atomic like a batch: if any class or name breaks a rule, no
-entry of the call is added.
+more than :mod:`.errors` and :mod:`.rules` because every worker imports the
+application's modules again, decorators included. Finding and registering the
+declarations at start is :mod:`.discovery`'s.
 """
 
 from __future__ import annotations
 
-from coretsia.supervisor.process.errors import (
-    AsyncMismatchError,
-    ProcessArgumentError,
-    ProcessTargetError,
-)
+from coretsia.supervisor.process.errors import ProcessTargetError
 from coretsia.supervisor.process.rules import check_flag, check_name, check_worker_num
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable
     from typing import TypeVar, overload
-
-    from coretsia.supervisor.process.manager import ProcessManager
 
     _C = TypeVar("_C", bound=type)
 
-__all__ = ["DECLARATION_ATTRIBUTE", "Discovered", "ProcessDeclaration", "discover", "process"]
+__all__ = [
+    "DECLARATION_ATTRIBUTE",
+    "Discovered",
+    "ProcessDeclaration",
+    "declaration_of",
+    "process",
+]
 
 DECLARATION_ATTRIBUTE = "__coretsia_process__"
 """Where ``@process`` stores its :class:`ProcessDeclaration` (in the class's own dict)."""
@@ -125,81 +118,3 @@ def declaration_of(cls: type) -> ProcessDeclaration | None:
     """The class's own declaration; a subclass does not inherit its parent's."""
     found = vars(cls).get(DECLARATION_ATTRIBUTE)
     return found if isinstance(found, ProcessDeclaration) else None
-
-
-def discover(modules: Iterable[str], manager: ProcessManager) -> tuple[Discovered, ...]:
-    """Import ``modules``, register their ``@process`` classes on ``manager``.
-
-    Returns every decorated class found (enabled, disabled and ``workers=0`` alike), in
-    module order and then definition order; they are also recorded on the manager for
-    the generation. A class is found in the module that defines it, never where it is
-    merely imported.
-    """
-    from coretsia.supervisor.process.targets import async_shape, check_class
-
-    manager._check_open()
-    declared = _decorated_classes(_import_all(_module_names(modules)))
-    # Validate every class before building any: a broken declaration must not leave the
-    # constructors of the others run for nothing.
-    targets: list[str] = []
-    for cls, declaration in declared:
-        targets.append(check_class(cls))
-        execute = getattr(cls, "execute", None)
-        if not callable(execute):
-            raise ProcessTargetError("a @process class needs an execute method")
-        override = declaration.enable_async
-        if override is not None and override != async_shape(execute):
-            raise AsyncMismatchError(name=declaration.name)
-    found: list[Discovered] = []
-    batches = []
-    for (cls, declaration), target in zip(declared, targets, strict=True):
-        if declaration.workers == 0:
-            found.append(Discovered(target, declaration, None))
-            continue
-        name = declaration.name
-        if name is None:
-            name = f"{cls.__module__}.{cls.__qualname__}"
-        batch = manager._plan(declaration.workers, cls(), declaration.enable_async, name)
-        # A disabled task plans zero workers (its workers > 0 was checked above).
-        found.append(Discovered(target, declaration, batch.worker_num > 0))
-        batches.append(batch)
-    manager._commit(batches, found)
-    return tuple(found)
-
-
-def _module_names(modules: Iterable[str]) -> list[str]:
-    """Absolute dotted module names only: no paths, no relative names, no lone string."""
-    if isinstance(modules, (str, bytes)):
-        raise ProcessArgumentError("discovery takes a collection of module names")
-    names = list(modules)
-    for name in names:
-        if not isinstance(name, str) or not all(p.isidentifier() for p in name.split(".")):
-            raise ProcessArgumentError("a discovery module must be an absolute dotted name")
-    return names
-
-
-def _import_all(names: list[str]) -> list[object]:
-    import importlib
-
-    imported: list[object] = []
-    for name in names:
-        try:
-            imported.append(importlib.import_module(name))
-        except Exception as exc:
-            raise ProcessTargetError("a discovery module cannot be imported") from exc
-    return imported
-
-
-def _decorated_classes(modules: list[object]) -> list[tuple[type, ProcessDeclaration]]:
-    seen: set[int] = set()
-    classes: list[tuple[type, ProcessDeclaration]] = []
-    for module in modules:
-        module_name = getattr(module, "__name__", None)
-        for value in list(vars(module).values()):
-            if not isinstance(value, type) or id(value) in seen:
-                continue
-            declaration = declaration_of(value)
-            if declaration is not None and value.__module__ == module_name:
-                seen.add(id(value))
-                classes.append((value, declaration))
-    return classes

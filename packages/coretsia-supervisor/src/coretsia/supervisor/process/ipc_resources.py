@@ -4,7 +4,7 @@ Seed 003's pool-wide IPC modes need something that outlives any one worker, so t
 supervisor makes it, once per generation, and removes it when the generation ends:
 
 * ``unixsock``: the private directory :data:`IPC_DIR` (mode 0700), in which each entry
-  worker binds its own socket (see :mod:`.ipc_endpoint`);
+  worker binds its own socket (see :mod:`.worker.ipc_endpoint`);
 * ``msgqueue``: a System V message queue, mode 0600, created exclusively with the
   ``msg_queue_key``; with key 0 ``sysv_ipc`` picks a fresh random key instead of
   ``IPC_PRIVATE``, because a worker is a fresh interpreter (not a fork that inherits the
@@ -31,7 +31,12 @@ import os
 from pathlib import Path
 
 from coretsia.supervisor.generation import GenerationError, load_current_generation, remove_path
-from coretsia.supervisor.process.rules import IPC_MSGQUEUE, IPC_NONE, IPC_UNIXSOCK
+from coretsia.supervisor.process.rules import (
+    IPC_MSGQUEUE,
+    IPC_NONE,
+    IPC_UNIXSOCK,
+    MAX_MESSAGE_BYTES,
+)
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
 from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR, IPC_DIR
@@ -118,8 +123,6 @@ class PoolIpc:
 
     def _create_queue(self) -> dict[str, object]:
         import sysv_ipc  # require_ipc checked it at the start of the run
-
-        from coretsia.supervisor.process.ipc_endpoint import MAX_MESSAGE_BYTES
 
         try:
             queue = sysv_ipc.MessageQueue(

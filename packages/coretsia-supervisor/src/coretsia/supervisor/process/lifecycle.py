@@ -1,11 +1,14 @@
 """``ProcessManager.start`` and ``stop``: a named pool run by the Coretsia supervisor.
 
 ``start`` runs the same supervisor, guardian, drivers and launcher as
-``coretsia-supervisor start`` in the calling process's foreground, with the manager's
+``coretsia-supervisor start`` in the calling process's foreground, with the registry's
 entries as the pool's slots and every other setting (driver, control transport, paths,
 budgets, respawn pace, async event loop) from the root's ``coretsia.toml`` ``[worker]``
 table, or the defaults. The table's task-worker settings and ``[[process]]`` entries are
 not used: this pool runs exactly the manager's registrations.
+
+The runtime sees the manager's :class:`~.registry.Registry` only, never the manager
+(which imports this module).
 
 Guards, in order (seed 003 asks for a start "in a clean CLI"):
 
@@ -30,7 +33,7 @@ import os
 import sys
 
 from coretsia.supervisor.process.errors import NestedPoolError, RegistrationClosedError
-from coretsia.supervisor.process.worker_pool import current_pool
+from coretsia.supervisor.process.worker.pool import current_pool
 from coretsia.supervisor.worker_loop import is_managed
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import WorkerStartFailedError
@@ -41,7 +44,7 @@ if TYPE_CHECKING:
 
     import trio
 
-    from coretsia.supervisor.process.manager import ProcessManager
+    from coretsia.supervisor.process.registry import Registry
     from coretsia.supervisor.supervisor import Supervisor
 
 __all__ = ["Runtime"]
@@ -66,11 +69,11 @@ class Runtime:
         self._supervisor: Supervisor | None = None
         self._token: trio.lowlevel.TrioToken | None = None
 
-    def start(self, manager: ProcessManager) -> None:
+    def start(self, registry: Registry) -> None:
         """Run the pool until it stops (see the module docstring); raise its failure."""
         if os.getpid() != self.creator_pid:
             raise WorkerStartFailedError(Reason.SIGNAL_HANDLING_UNAVAILABLE)
-        manager._close_registration()
+        registry.close()
         if is_managed():
             raise NestedPoolError
         import threading
@@ -80,7 +83,7 @@ class Runtime:
         with self._lock:
             if self._finished:
                 raise RegistrationClosedError("a manager runs its pool once")
-            if self._cancelled or not manager.entries():
+            if self._cancelled or not registry.entries():
                 return
             self._finished = True
         from coretsia.worker_protocol.internal.runtime.subreaper import (
@@ -92,7 +95,7 @@ class Runtime:
         logger = _LoggerState.save()
         subreaper = is_subreaper()
         try:
-            self._run(manager, umask)
+            self._run(registry, umask)
         finally:
             os.umask(umask)
             logger.restore()
@@ -100,7 +103,7 @@ class Runtime:
             with self._lock:
                 self._supervisor = self._token = None
 
-    def _run(self, manager: ProcessManager, umask: int) -> None:
+    def _run(self, registry: Registry, umask: int) -> None:
         from pathlib import Path
 
         from coretsia.supervisor.config import load_config
@@ -116,8 +119,8 @@ class Runtime:
             before_hooks=[],
             after_hooks=[],
             reset_hooks=[],
-            processes=snapshot(manager),
-            process_main=_main_module(manager),
+            processes=snapshot(registry),
+            process_main=_main_module(registry),
         )
         run_supervisor(root, config, spec, umask, attach=self._attach)
 
@@ -191,7 +194,7 @@ def _loop_running() -> bool:
     return False
 
 
-def _main_module(manager: ProcessManager) -> dict[str, object]:
+def _main_module(registry: Registry) -> dict[str, object]:
     """How a worker re-creates this process's import state (multiprocessing's spawn data).
 
     ``sys_path`` always (entries may live beside the script); the main script's module
@@ -203,7 +206,7 @@ def _main_module(manager: ProcessManager) -> dict[str, object]:
         "path": None,
         "sys_path": [os.path.join(cwd, p) if not os.path.isabs(p) else p for p in sys.path],
     }
-    if not any(entry.target.startswith(_MAIN + ":") for entry in manager.entries()):
+    if not any(entry.target.startswith(_MAIN + ":") for entry in registry.entries()):
         return info
     main = sys.modules[_MAIN]
     spec = getattr(main, "__spec__", None)

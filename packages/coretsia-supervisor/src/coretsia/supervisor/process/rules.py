@@ -28,6 +28,7 @@ __all__ = [
     "KIND_CALLABLE",
     "KIND_FUNCTION",
     "KIND_PROCESS",
+    "MAX_MESSAGE_BYTES",
     "MAX_MSG_QUEUE_KEY",
     "MAX_WORKERS",
     "check_flag",
@@ -54,6 +55,11 @@ KIND_PROCESS = "process"
 KIND_CALLABLE = "callable"
 KINDS = frozenset({KIND_FUNCTION, KIND_PROCESS, KIND_CALLABLE})
 """How a worker turns an entry's address back into something to run (see :mod:`.targets`)."""
+
+MAX_MESSAGE_BYTES = 8192
+"""The largest message, in every mode: Linux's default ``msgmax``, far below a datagram's
+limit, so an application can switch modes without meeting a new bound. (Here because
+both sides size by it: the supervisor's queue and a worker's endpoint.)"""
 
 MAX_MSG_QUEUE_KEY = 0x7FFF_FFFF
 """System V ``key_t`` is a signed 32-bit int; keys above this would not survive the call."""

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import NoReturn, TypeVar
 
-    from coretsia.supervisor.process.manager import ProcessManager
+    from coretsia.supervisor.process.registry import Registry, RegistryOwner
 
     _T = TypeVar("_T")
 
@@ -199,14 +199,18 @@ class ProcessSnapshot(_Frozen):
         return f"ProcessSnapshot(workers={len(self.entries)}, ipc_type={self.ipc_type!r})"
 
 
-def snapshot(manager: ProcessManager) -> dict[str, object]:
-    """The schema-1 record of ``manager``'s entries, settings and discovered declarations."""
+def snapshot(source: RegistryOwner | Registry) -> dict[str, object]:
+    """The schema-1 record of a manager's (or a registry's) entries, settings and
+    discovered declarations."""
+    from coretsia.supervisor.process.registry import registry_of  # the parent's side only
+
+    registry = registry_of(source)
     return ProcessSnapshot(
-        manager.get_ipc_type(),
-        manager.get_msg_queue_key(),
+        registry.ipc_type,
+        registry.msg_queue_key,
         tuple(
             SnapshotEntry(e.worker_id, e.name, e.target, e.kind, e.enable_async)
-            for e in manager.entries()
+            for e in registry.entries()
         ),
         tuple(
             SnapshotDeclaration(
@@ -216,7 +220,7 @@ def snapshot(manager: ProcessManager) -> dict[str, object]:
                 d.declaration.enable_async,
                 d.enabled,
             )
-            for d in manager.discovered()
+            for d in registry.discovered()
         ),
     ).as_dict()
 

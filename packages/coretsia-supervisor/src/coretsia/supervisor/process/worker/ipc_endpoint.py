@@ -3,9 +3,9 @@
 Imported only by workers of a pool whose ``ipc_type`` is ``unixsock`` or ``msgqueue``
 (a pool with ``none`` never loads this module, nor :mod:`socket` or ``sysv_ipc`` for it).
 The supervisor prepared the pool's resources before publishing the generation (see
-:mod:`.ipc_resources`); the generation's ``ipc`` record says where they are. Both modes
-offer the same three operations, so :class:`~.worker_pool.WorkerPool` does not care
-which one runs:
+:mod:`~coretsia.supervisor.process.ipc_resources`); the generation's ``ipc`` record
+says where they are. Both modes offer the same three operations, so
+:class:`~.pool.WorkerPool` does not care which one runs:
 
 * ``send(worker_id, data)``: one message to one worker of the pool, now, or
   :class:`MessageBufferFullError` (waiting for room is the ``WorkerPool``'s);
@@ -41,7 +41,7 @@ from coretsia.supervisor.process.errors import (
     MessageTooLargeError,
     PeerUnavailableError,
 )
-from coretsia.supervisor.process.rules import IPC_MSGQUEUE, IPC_UNIXSOCK
+from coretsia.supervisor.process.rules import IPC_MSGQUEUE, IPC_UNIXSOCK, MAX_MESSAGE_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -50,11 +50,7 @@ if TYPE_CHECKING:
 
     import sysv_ipc
 
-__all__ = ["MAX_MESSAGE_BYTES", "Endpoint", "QueueEndpoint", "UnixEndpoint", "open_endpoint"]
-
-MAX_MESSAGE_BYTES = 8192
-"""The largest message, in every mode: Linux's default ``msgmax``, far below a datagram's
-limit, so an application can switch modes without meeting a new bound."""
+__all__ = ["Endpoint", "QueueEndpoint", "UnixEndpoint", "open_endpoint"]
 
 _DROP_BYTES = 1 << 20
 """Enough for any System V message (Linux caps ``msgmax`` far below)."""

@@ -25,7 +25,7 @@ import sys
 
 from coretsia.supervisor.process.errors import ProcessError
 from coretsia.supervisor.process.rules import EVENT_LOOPS, IPC_NONE, KIND_FUNCTION, KIND_PROCESS
-from coretsia.supervisor.process.worker_pool import WorkerPool
+from coretsia.supervisor.process.worker.pool import WorkerPool
 from coretsia.supervisor.worker_loop import EXIT_CONTRACT, EXIT_FAILURE, WorkerExit
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.worker_channel import Ready
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from types import FrameType
     from typing import Any, Protocol
 
-    from coretsia.supervisor.process.ipc_endpoint import Endpoint
     from coretsia.supervisor.process.snapshot import SnapshotEntry
+    from coretsia.supervisor.process.worker.ipc_endpoint import Endpoint
     from coretsia.supervisor.stop_signal import StopSignal
     from coretsia.worker_protocol.worker_channel import WorkerFrame
 
@@ -122,7 +122,7 @@ class EntryBoot:
         """This worker's message endpoint, bound before readiness; None without IPC."""
         if self.ipc_type == IPC_NONE:
             return None  # and nothing of IPC is imported
-        from coretsia.supervisor.process.ipc_endpoint import open_endpoint
+        from coretsia.supervisor.process.worker.ipc_endpoint import open_endpoint
 
         return open_endpoint(self.ipc_type, record, self.entry.worker_id, self.workers)
 

@@ -13,9 +13,10 @@ ask for is the end of the whole pool:
   called inside a worker does the same;
 * ``send_message(worker_id, data)``, ``receive_message(timeout)`` and
   ``await receive_message_async()`` exchange messages of at most
-  :data:`~.ipc_endpoint.MAX_MESSAGE_BYTES` (8,192) bytes between the pool's entry
-  workers, by worker id, when the pool's ``ipc_type`` is ``unixsock`` or ``msgqueue``
-  (see :mod:`.ipc_endpoint`); with ``none`` they raise :class:`IpcUnavailableError`.
+  :data:`~coretsia.supervisor.process.rules.MAX_MESSAGE_BYTES` (8,192) bytes between
+  the pool's entry workers, by worker id, when the pool's ``ipc_type`` is ``unixsock``
+  or ``msgqueue`` (see :mod:`.ipc_endpoint`); with ``none`` they raise
+  :class:`IpcUnavailableError`.
 
 Imported by the launcher after the generation is read (only for entry slots), so it
 imports nothing at load time beyond what the launcher already has.
@@ -32,12 +33,13 @@ from coretsia.supervisor.process.errors import (
     PeerUnavailableError,
     ProcessArgumentError,
 )
+from coretsia.supervisor.process.rules import MAX_MESSAGE_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import _socket
 
-    from coretsia.supervisor.process.ipc_endpoint import Endpoint
+    from coretsia.supervisor.process.worker.ipc_endpoint import Endpoint
     from coretsia.supervisor.stop_signal import StopSignal
 
 __all__ = ["WorkerPool", "current_pool"]
@@ -155,8 +157,6 @@ class WorkerPool:
             raise ProcessArgumentError("no entry worker of this pool has this id")
         if not isinstance(data, (bytes, bytearray)):
             raise ProcessArgumentError("a message must be bytes")
-        from coretsia.supervisor.process.ipc_endpoint import MAX_MESSAGE_BYTES
-
         if len(data) > MAX_MESSAGE_BYTES:
             raise MessageTooLargeError
         message = bytes(data)
