@@ -675,7 +675,7 @@ class TestErrorsCarryNothing:
 
 def _summary(**changes: Any) -> PoolSummary:
     """SUMMARY with some fields replaced (possibly by invalid values)."""
-    fields = {name: getattr(SUMMARY, name) for name in PoolSummary.__match_args__}
+    fields: dict[str, Any] = {name: getattr(SUMMARY, name) for name in PoolSummary.__match_args__}
     return PoolSummary(**{**fields, **changes})
 
 

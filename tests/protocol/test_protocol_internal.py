@@ -1,8 +1,9 @@
-"""The internal frames (guardian and proc-host channels) on the strict cattrs converter.
+"""The internal frames (guardian and proc-host channels) on the protocol's one strict codec.
 
 They carry no stability promise, but they are held to the same strictness as the public
-codec: cattrs' coercions ("5" to 5, "false" to True, a string to a tuple of characters)
-are all refused, and every failure is one RemoteProtocolError that echoes no value.
+frames: the coercions a lax converter such as cattrs makes ("5" to 5, "false" to True, a
+string to a tuple of characters) are all refused, and every failure is one
+RemoteProtocolError that echoes no value.
 """
 
 from __future__ import annotations

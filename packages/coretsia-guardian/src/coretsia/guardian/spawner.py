@@ -28,8 +28,9 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-import attrs
 import trio
+
+from coretsia.worker_protocol.records import Frozen
 
 FIRST_FD: Final = 3
 """Where the first passed descriptor lands in the child; the others follow in order.
@@ -52,8 +53,7 @@ _RESET_SIGNALS: Final = (
 )
 
 
-@attrs.frozen
-class SpawnRequest:
+class SpawnRequest(Frozen):
     """What to start: a shell-free argv, its environment, the descriptors it gets."""
 
     argv: Sequence[str]

@@ -8,10 +8,9 @@ child pids, tokens or messages: the schema has no room for them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Final
-
 from coretsia.worker_protocol import _strict as s
+from coretsia.worker_protocol._codec import Codec, Frame
+from coretsia.worker_protocol.records import field
 from coretsia.worker_protocol.vocabulary import (
     ENDPOINT_HASH_HEX_LEN,
     MAX_PID,
@@ -23,79 +22,44 @@ from coretsia.worker_protocol.vocabulary import (
     TransportRequest,
 )
 
+# Not ``from typing import ...``: type checkers honour a module-level TYPE_CHECKING.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final
+
 STATE_VERSION: Final = 1
 """The version of the state schema."""
 
 MAX_STATE_BYTES: Final = 4096
 """A state file larger than this is rejected before it is parsed."""
 
-_KEYS: Final = frozenset(
-    {
-        "version",
-        "pid",
-        "status",
-        "worker_count",
-        "ready_worker_count",
-        "driver_requested",
-        "driver",
-        "control_transport_requested",
-        "control_transport",
-        "endpoint_hash",
-    }
-)
 
-
-@dataclass(frozen=True, slots=True)
-class PoolState:
+class PoolState(Frame):
     """The redacted snapshot of an active pool (``pid`` is the supervisor's)."""
 
-    pid: int
-    status: PoolStatus
-    worker_count: int
-    ready_worker_count: int
-    driver_requested: DriverRequest
-    driver: Driver
-    control_transport_requested: TransportRequest
-    control_transport: Transport
-    endpoint_hash: str
+    pid: int = field(kind=s.Int(1, MAX_PID))
+    status: PoolStatus = field(kind=s.Choice(PoolStatus))
+    worker_count: int = field(kind=s.Int(1, MAX_WORKERS))
+    ready_worker_count: int = field(kind=s.Int(0, MAX_WORKERS))
+    driver_requested: DriverRequest = field(kind=s.Choice(DriverRequest))
+    driver: Driver = field(kind=s.Choice(Driver))
+    control_transport_requested: TransportRequest = field(kind=s.Choice(TransportRequest))
+    control_transport: Transport = field(kind=s.Choice(Transport))
+    endpoint_hash: str = field(kind=s.Hex(ENDPOINT_HASH_HEX_LEN))
+
+    def _check(self) -> None:
+        s.require(self.ready_worker_count <= self.worker_count, "ready_worker_count")
 
 
-def _read(obj: s.JsonObject) -> PoolState:
-    s.check_version(obj, STATE_VERSION)
-    s.check_keys(obj, _KEYS)
-    workers = s.get_int(obj, "worker_count", 1, MAX_WORKERS)
-    return PoolState(
-        pid=s.get_int(obj, "pid", 1, MAX_PID),
-        status=s.get_enum(obj, "status", PoolStatus),
-        worker_count=workers,
-        ready_worker_count=s.get_int(obj, "ready_worker_count", 0, workers),
-        driver_requested=s.get_enum(obj, "driver_requested", DriverRequest),
-        driver=s.get_enum(obj, "driver", Driver),
-        control_transport_requested=s.get_enum(
-            obj, "control_transport_requested", TransportRequest
-        ),
-        control_transport=s.get_enum(obj, "control_transport", Transport),
-        endpoint_hash=s.get_hex(obj, "endpoint_hash", ENDPOINT_HASH_HEX_LEN),
-    )
+_STATE: Final = Codec(STATE_VERSION, (PoolState,), tagged=False, max_bytes=MAX_STATE_BYTES)
 
 
 def encode_state(state: PoolState) -> bytes:
     """Encode the state file's bytes (one line of deterministic JSON)."""
-    obj: s.JsonObject = {
-        "version": STATE_VERSION,
-        "pid": state.pid,
-        "status": state.status.value,
-        "worker_count": state.worker_count,
-        "ready_worker_count": state.ready_worker_count,
-        "driver_requested": state.driver_requested.value,
-        "driver": state.driver.value,
-        "control_transport_requested": state.control_transport_requested.value,
-        "control_transport": state.control_transport.value,
-        "endpoint_hash": state.endpoint_hash,
-    }
-    return s.encode_checked(obj, _read)
+    return _STATE.encode(state)
 
 
 def decode_state(data: bytes) -> PoolState:
     """Decode the state file's bytes; anything off is a :class:`RemoteProtocolError`."""
-    return s.decode_checked(data, _read, MAX_STATE_BYTES)
+    state: PoolState = _STATE.decode(data)
+    return state

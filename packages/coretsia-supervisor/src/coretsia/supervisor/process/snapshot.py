@@ -34,6 +34,7 @@ from coretsia.supervisor.process.rules import (
     check_worker_num,
     is_target,
 )
+from coretsia.worker_protocol.records import Frozen
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -61,129 +62,45 @@ _ENTRY = frozenset({"worker_id", "name", "target", "kind", "enable_async"})
 _DECLARATION = frozenset({"target", "name", "workers", "enable_async", "enabled"})
 
 
-class _Frozen:
-    """Attributes set once in ``__init__`` (through ``object.__setattr__``), then fixed."""
-
-    __slots__ = ()
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(name)
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(name)
-
-    def _fields(self) -> dict[str, object]:
-        slots: tuple[str, ...] = self.__slots__
-        return {slot: getattr(self, slot) for slot in slots}
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        assert isinstance(other, _Frozen)
-        return self._fields() == other._fields()
-
-    def __hash__(self) -> int:
-        return hash(tuple(self._fields().values()))
-
-
-class SnapshotEntry(_Frozen):
+class SnapshotEntry(Frozen):
     """One worker of a snapshot: what its slot imports and how it runs it."""
 
-    __slots__ = ("enable_async", "kind", "name", "target", "worker_id")
     worker_id: int
     name: str
     target: str
     kind: str
     enable_async: bool
 
-    def __init__(
-        self, worker_id: int, name: str, target: str, kind: str, enable_async: bool
-    ) -> None:
-        for key, value in (
-            ("worker_id", worker_id),
-            ("name", name),
-            ("target", target),
-            ("kind", kind),
-            ("enable_async", enable_async),
-        ):
-            object.__setattr__(self, key, value)
-
     def as_dict(self) -> dict[str, object]:
-        return {
-            "worker_id": self.worker_id,
-            "name": self.name,
-            "target": self.target,
-            "kind": self.kind,
-            "enable_async": self.enable_async,
-        }
+        return self._asdict()
 
     def __repr__(self) -> str:
         return f"SnapshotEntry(worker_id={self.worker_id}, kind={self.kind!r})"
 
 
-class SnapshotDeclaration(_Frozen):
+class SnapshotDeclaration(Frozen):
     """One discovered ``@process`` declaration with its raw values."""
 
-    __slots__ = ("enable_async", "enabled", "name", "target", "workers")
     target: str
     name: str | None
     workers: int
     enable_async: bool | None
     enabled: bool | None
 
-    def __init__(
-        self,
-        target: str,
-        name: str | None,
-        workers: int,
-        enable_async: bool | None,
-        enabled: bool | None,
-    ) -> None:
-        for key, value in (
-            ("target", target),
-            ("name", name),
-            ("workers", workers),
-            ("enable_async", enable_async),
-            ("enabled", enabled),
-        ):
-            object.__setattr__(self, key, value)
-
     def as_dict(self) -> dict[str, object]:
-        return {
-            "target": self.target,
-            "name": self.name,
-            "workers": self.workers,
-            "enable_async": self.enable_async,
-            "enabled": self.enabled,
-        }
+        return self._asdict()
 
     def __repr__(self) -> str:
         return f"SnapshotDeclaration(workers={self.workers}, enabled={self.enabled})"
 
 
-class ProcessSnapshot(_Frozen):
+class ProcessSnapshot(Frozen):
     """A loaded, fully checked snapshot (see the module docstring for the fields)."""
 
-    __slots__ = ("declarations", "entries", "ipc_type", "msg_queue_key")
     ipc_type: str
     msg_queue_key: int
     entries: tuple[SnapshotEntry, ...]
     declarations: tuple[SnapshotDeclaration, ...]
-
-    def __init__(
-        self,
-        ipc_type: str,
-        msg_queue_key: int,
-        entries: tuple[SnapshotEntry, ...],
-        declarations: tuple[SnapshotDeclaration, ...],
-    ) -> None:
-        for key, value in (
-            ("ipc_type", ipc_type),
-            ("msg_queue_key", msg_queue_key),
-            ("entries", entries),
-            ("declarations", declarations),
-        ):
-            object.__setattr__(self, key, value)
 
     def as_dict(self) -> dict[str, object]:
         """The schema-1 record again (a new, JSON-able dict)."""

@@ -3,8 +3,11 @@
 The guardian channel (supervisor and guardian) and the proc-host channel (guardian and
 proc host) change together with the three daemons, which check each other's version at
 their handshake. They are not a plugin boundary and not documented as one (seed 000,
-"Internal seams"). Only the long-lived daemons decode them, so they use attrs and a strict
-cattrs converter; nothing on the probe or worker boot path imports those frame modules.
+"Internal seams"). They are declared and coded like the public frames (one record base,
+:mod:`coretsia.worker_protocol.records`, and one strict codec,
+:mod:`coretsia.worker_protocol._codec`), so they are held to the same strictness; their
+integers and strings carry no bounds beyond the frame's size, since the peer is Coretsia
+itself, of the same version.
 
 :mod:`.runtime` holds the plumbing the executables share (logs, the framed channel,
 subreaper, exit kinds, the import walk, lazy exports). This package imports nothing

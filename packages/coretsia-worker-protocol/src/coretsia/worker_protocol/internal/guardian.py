@@ -20,92 +20,79 @@ The conversation, in order (supervisor ``->``, guardian ``<-``):
 
 from __future__ import annotations
 
-from typing import ClassVar, Final, Literal
+from typing import ClassVar, Final
 
-import attrs
-
+from coretsia.worker_protocol import _strict as s
+from coretsia.worker_protocol._codec import Codec, Frame
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.internal import _converter as c
+from coretsia.worker_protocol.records import field
 from coretsia.worker_protocol.vocabulary import Driver, ShutdownPhase
 
 GUARDIAN_CHANNEL_VERSION: Final = 1
 
+_REASON: Final = s.Choice(Reason)
 
-@attrs.frozen(kw_only=True)
-class Hello:
+
+class Hello(Frame, kw_only=True):
     """Supervisor to guardian: who I am and the budgets the guardian must enforce."""
 
     TAG: ClassVar[str] = "hello"
-    version: Literal[1] = 1
-    peer_version: str
-    driver: Driver
-    stop_timeout_ms: int
-    force_kill_timeout_ms: int
-    umask: int
+    peer_version: str = field(kind=s.TEXT)
+    driver: Driver = field(kind=s.Choice(Driver))
+    stop_timeout_ms: int = field(kind=s.ANY_INT)
+    force_kill_timeout_ms: int = field(kind=s.ANY_INT)
+    umask: int = field(kind=s.ANY_INT)
     """The operator's umask, restored in the guardian so workers create files as usual."""
-    log_json: bool
+    log_json: bool = field(kind=s.Bool())
     """Whether the guardian writes its log lines as JSON (the supervisor's choice)."""
 
 
-@attrs.frozen(kw_only=True)
-class Welcome:
+class Welcome(Frame, kw_only=True):
     """Guardian to supervisor: the handshake is accepted."""
 
     TAG: ClassVar[str] = "welcome"
-    version: Literal[1] = 1
-    peer_version: str
-    pid: int
+    peer_version: str = field(kind=s.TEXT)
+    pid: int = field(kind=s.ANY_INT)
 
 
-@attrs.frozen(kw_only=True)
-class Locked:
+class Locked(Frame, kw_only=True):
     """Guardian to supervisor: the generation fence is held."""
 
     TAG: ClassVar[str] = "locked"
-    version: Literal[1] = 1
 
 
-@attrs.frozen(kw_only=True)
-class Refused:
+class Refused(Frame, kw_only=True):
     """Either way: the conversation cannot go on, for this catalogue reason."""
 
     TAG: ClassVar[str] = "refused"
-    version: Literal[1] = 1
-    reason: Reason
+    reason: Reason = field(kind=_REASON)
 
 
-@attrs.frozen(kw_only=True)
-class Spawn:
+class Spawn(Frame, kw_only=True):
     """Supervisor to guardian: start one worker for ``slot`` with this shell-free argv."""
 
     TAG: ClassVar[str] = "spawn"
-    version: Literal[1] = 1
-    slot: int
-    argv: tuple[str, ...]
+    slot: int = field(kind=s.ANY_INT)
+    argv: tuple[str, ...] = field(kind=s.Array(s.TEXT))
 
 
-@attrs.frozen(kw_only=True)
-class Spawned:
+class Spawned(Frame, kw_only=True):
     """Guardian to supervisor: the worker of ``slot`` runs as ``pid``."""
 
     TAG: ClassVar[str] = "spawned"
-    version: Literal[1] = 1
-    slot: int
-    pid: int
+    slot: int = field(kind=s.ANY_INT)
+    pid: int = field(kind=s.ANY_INT)
 
 
-@attrs.frozen(kw_only=True)
-class SpawnFailed:
+class SpawnFailed(Frame, kw_only=True):
     """Guardian to supervisor: the worker of ``slot`` could not be started."""
 
     TAG: ClassVar[str] = "spawn-failed"
-    version: Literal[1] = 1
-    slot: int
-    reason: Reason
+    slot: int = field(kind=s.ANY_INT)
+    reason: Reason = field(kind=_REASON)
 
 
-@attrs.frozen(kw_only=True)
-class Exited:
+class Exited(Frame, kw_only=True):
     """Guardian to supervisor: the worker of ``slot`` ended and was reaped.
 
     ``exit_kind`` is a bounded token (``exit-0``, ``exit-nonzero``, ``signal-term``,
@@ -113,13 +100,11 @@ class Exited:
     """
 
     TAG: ClassVar[str] = "exited"
-    version: Literal[1] = 1
-    slot: int
-    exit_kind: str
+    slot: int = field(kind=s.ANY_INT)
+    exit_kind: str = field(kind=s.TEXT)
 
 
-@attrs.frozen(kw_only=True)
-class HostStarted:
+class HostStarted(Frame, kw_only=True):
     """Guardian to supervisor: the proc host runs as ``pid`` (driver ``proc`` only).
 
     The supervisor, a subreaper, inherits it if the guardian dies; a dead process's
@@ -127,12 +112,10 @@ class HostStarted:
     """
 
     TAG: ClassVar[str] = "host-started"
-    version: Literal[1] = 1
-    pid: int
+    pid: int = field(kind=s.ANY_INT)
 
 
-@attrs.frozen(kw_only=True)
-class GenerationFailed:
+class GenerationFailed(Frame, kw_only=True):
     """Guardian to supervisor: the generation broke: fail the pool with ``reason``.
 
     The proc host died (``worker-process-host-failed``) or failed its handshake: of
@@ -140,51 +123,40 @@ class GenerationFailed:
     """
 
     TAG: ClassVar[str] = "generation-failed"
-    version: Literal[1] = 1
-    reason: Reason
+    reason: Reason = field(kind=_REASON)
 
 
-@attrs.frozen(kw_only=True)
-class Shutdown:
+class Shutdown(Frame, kw_only=True):
     """Supervisor to guardian: run the bounded shutdown of the whole generation."""
 
     TAG: ClassVar[str] = "shutdown"
-    version: Literal[1] = 1
 
 
-@attrs.frozen(kw_only=True)
-class Phase:
+class Phase(Frame, kw_only=True):
     """Guardian to supervisor: shutdown entered ``phase``, with this budget."""
 
     TAG: ClassVar[str] = "phase"
-    version: Literal[1] = 1
-    phase: ShutdownPhase
-    budget_ms: int
+    phase: ShutdownPhase = field(kind=s.Choice(ShutdownPhase))
+    budget_ms: int = field(kind=s.ANY_INT)
 
 
-@attrs.frozen(kw_only=True)
-class Drained:
+class Drained(Frame, kw_only=True):
     """Guardian to supervisor: shutdown ended; ``clean`` false if a process survived."""
 
     TAG: ClassVar[str] = "drained"
-    version: Literal[1] = 1
-    clean: bool
+    clean: bool = field(kind=s.Bool())
 
 
-@attrs.frozen(kw_only=True)
-class Release:
+class Release(Frame, kw_only=True):
     """Supervisor to guardian: my files are gone, release the lock."""
 
     TAG: ClassVar[str] = "release"
-    version: Literal[1] = 1
 
 
-@attrs.frozen(kw_only=True)
-class Released:
+class Released(Frame, kw_only=True):
     """Guardian to supervisor: the lock is free; the guardian exits next."""
 
     TAG: ClassVar[str] = "released"
-    version: Literal[1] = 1
 
 
 GuardianFrame = (
@@ -205,16 +177,15 @@ GuardianFrame = (
     | Released
 )
 
-_CONVERTER: Final = c.make_strict_converter()
-c.tagged_union(_CONVERTER, GuardianFrame)
+_CODEC: Final = Codec(GUARDIAN_CHANNEL_VERSION, GuardianFrame.__args__)
 
 
 def encode_guardian_frame(frame: GuardianFrame) -> bytes:
     """Encode one guardian-channel line."""
-    return c.encode(_CONVERTER, GuardianFrame, frame)
+    return _CODEC.encode(frame)
 
 
 def decode_guardian_frame(line: bytes) -> GuardianFrame:
     """Decode one guardian-channel line; anything off is a RemoteProtocolError."""
-    frame: GuardianFrame = c.decode(_CONVERTER, GuardianFrame, line, GUARDIAN_CHANNEL_VERSION)
+    frame: GuardianFrame = _CODEC.decode(line)
     return frame

@@ -17,11 +17,10 @@ guardian channel's classes: one definition, two conversations.
 from __future__ import annotations
 
 import enum
-from typing import ClassVar, Final, Literal
+from typing import ClassVar, Final
 
-import attrs
-
-from coretsia.worker_protocol.internal import _converter as c
+from coretsia.worker_protocol import _strict as s
+from coretsia.worker_protocol._codec import Codec, Frame
 from coretsia.worker_protocol.internal.guardian import (
     Exited,
     Refused,
@@ -30,6 +29,7 @@ from coretsia.worker_protocol.internal.guardian import (
     SpawnFailed,
     Welcome,
 )
+from coretsia.worker_protocol.records import field
 
 PROC_HOST_CHANNEL_VERSION: Final = 1
 
@@ -41,47 +41,40 @@ class SignalName(str, enum.Enum):
     KILL = "kill"
 
 
-@attrs.frozen(kw_only=True)
-class HostHello:
+class HostHello(Frame, kw_only=True):
     """Guardian to proc host: my version; the host answers ``welcome`` or ``refused``."""
 
     TAG: ClassVar[str] = "host-hello"
-    version: Literal[1] = 1
-    peer_version: str
+    peer_version: str = field(kind=s.TEXT)
 
 
-@attrs.frozen(kw_only=True)
-class Signal:
+class Signal(Frame, kw_only=True):
     """Guardian to proc host: deliver ``signal`` to the worker of ``slot``."""
 
     TAG: ClassVar[str] = "signal"
-    version: Literal[1] = 1
-    slot: int
-    signal: SignalName
+    slot: int = field(kind=s.ANY_INT)
+    signal: SignalName = field(kind=s.Choice(SignalName))
 
 
-@attrs.frozen(kw_only=True)
-class Quit:
+class Quit(Frame, kw_only=True):
     """Guardian to proc host: kill and reap what is left, then exit."""
 
     TAG: ClassVar[str] = "quit"
-    version: Literal[1] = 1
 
 
 ProcHostFrame = (
     HostHello | Welcome | Refused | Spawn | Spawned | SpawnFailed | Exited | Signal | Quit
 )
 
-_CONVERTER: Final = c.make_strict_converter()
-c.tagged_union(_CONVERTER, ProcHostFrame)
+_CODEC: Final = Codec(PROC_HOST_CHANNEL_VERSION, ProcHostFrame.__args__)
 
 
 def encode_proc_host_frame(frame: ProcHostFrame) -> bytes:
     """Encode one proc-host-channel line."""
-    return c.encode(_CONVERTER, ProcHostFrame, frame)
+    return _CODEC.encode(frame)
 
 
 def decode_proc_host_frame(line: bytes) -> ProcHostFrame:
     """Decode one proc-host-channel line; anything off is a RemoteProtocolError."""
-    frame: ProcHostFrame = c.decode(_CONVERTER, ProcHostFrame, line, PROC_HOST_CHANNEL_VERSION)
+    frame: ProcHostFrame = _CODEC.decode(line)
     return frame
