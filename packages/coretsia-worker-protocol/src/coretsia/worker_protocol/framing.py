@@ -33,7 +33,8 @@ MAX_FRAME_BYTES: Final = 16 * 1024
 
 
 class Need(enum.Enum):
-    """What :meth:`LineFramer.next_frame` returns when it has no whole frame."""
+    """What :meth:`LineFramer.next_frame` (and a conversation's ``next_event``) returns
+    when it has no whole frame."""
 
     DATA = "need-data"
     """Feed more bytes with :meth:`LineFramer.receive_data`."""
