@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import LocalProtocolError, RemoteProtocolError
@@ -186,3 +188,45 @@ class TestEndOfStream:
         framer.receive_data(b"")
         with pytest.raises(LocalProtocolError):
             framer.receive_data(b"")
+
+
+class TestBufferBound:
+    def test_feeding_past_the_bound_is_a_local_error(self) -> None:
+        """Feeding a framer that holds more than a frame's worth is our own bug."""
+        framer = LineFramer(max_frame_bytes=8)
+        framer.receive_data(b"a\n" * 5)
+        with pytest.raises(LocalProtocolError) as info:
+            framer.receive_data(b"more")
+        assert info.value.reason is Reason.FRAME_OVERSIZED
+
+    def test_draining_makes_room_again(self) -> None:
+        """Once the frames are taken, the framer accepts data again."""
+        framer = LineFramer(max_frame_bytes=8)
+        framer.receive_data(b"a\n" * 5)
+        assert drain(framer) == [b"a"] * 5 + [Need.DATA]
+        framer.receive_data(b"b\n")
+        assert framer.next_frame() == b"b"
+
+    @settings(max_examples=200, deadline=None)
+    @given(chunks=st.lists(st.binary(min_size=1, max_size=40), max_size=20))
+    def test_buffer_never_exceeds_the_bound_plus_one_chunk(self, chunks: list[bytes]) -> None:
+        """Fed only when it asks, a framer holds at most the limit plus the last chunk."""
+        framer = LineFramer(max_frame_bytes=16)
+        lines = b"".join(chunks).split(b"\n")
+
+        def feed() -> list[bytes]:
+            frames: list[bytes] = []
+            for chunk in chunks:
+                framer.receive_data(chunk)
+                assert framer.buffered <= 16 + len(chunk)
+                while isinstance(frame := framer.next_frame(), bytes):
+                    frames.append(frame)
+                assert framer.buffered <= 16
+            return frames
+
+        if any(len(line) > 16 for line in lines):
+            with pytest.raises(RemoteProtocolError) as info:
+                feed()
+            assert info.value.reason is Reason.FRAME_OVERSIZED
+        else:
+            assert feed() == lines[:-1]

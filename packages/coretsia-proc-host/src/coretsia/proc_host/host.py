@@ -116,30 +116,24 @@ class Host:
         except OSError:
             pass  # the guardian is gone; the loop sees the end of the channel next
 
-    def _receive_some(self) -> bool:
-        """Read what is available; False at the end of the channel."""
+    def _receive_some(self) -> None:
+        """Feed the framer what is available (``b""`` at the end); queue its descriptors."""
         flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
         data, fds, _flags, _addr = socket.recv_fds(self._sock, 65536, _MAX_FDS, flags)
         self._fds.extend(fds)
         self._framer.receive_data(data)
-        return bool(data)
 
-    def _frames(self) -> list[ProcHostFrame]:
-        frames = []
-        while isinstance(frame := self._framer.next_frame(), bytes):
-            frames.append(decode_proc_host_frame(frame))
-        return frames
+    def _next_frame(self) -> ProcHostFrame | Need:
+        """The next frame received, or what the framer needs first."""
+        line = self._framer.next_frame()
+        return line if isinstance(line, Need) else decode_proc_host_frame(line)
 
     def handshake(self) -> bool:
         """Answer the guardian's ``host-hello``; False if it must be refused."""
         self._sock.settimeout(_HANDSHAKE_TIMEOUT_S)
-        while (frame := self._framer.next_frame()) is Need.DATA:
-            if not self._receive_some():
-                return False
+        while (hello := self._next_frame()) is Need.DATA:
+            self._receive_some()
         self._sock.settimeout(None)
-        if not isinstance(frame, bytes):
-            return False
-        hello = decode_proc_host_frame(frame)
         if not isinstance(hello, HostHello):
             return False
         try:
@@ -237,7 +231,8 @@ class Host:
                         os.read(self._wake_read, 512)
                         self._reap()
                         continue
-                    if not self._receive_some() or self._serve_frames():
+                    self._receive_some()
+                    if self._serve_frames():
                         return 0
         except (OSError, ProtocolError):
             return 1
@@ -245,15 +240,15 @@ class Host:
             self._kill_all()
 
     def _serve_frames(self) -> bool:
-        """Act on every complete frame received so far; True once told to ``quit``."""
-        for frame in self._frames():
+        """Act on every frame received so far; True once told to ``quit`` or at the end."""
+        while not isinstance(frame := self._next_frame(), Need):
             if isinstance(frame, Spawn):
                 self._spawn(frame)
             elif isinstance(frame, Signal):
                 self._signal(frame)
             elif isinstance(frame, Quit):
                 return True
-        return False
+        return frame is Need.CLOSED
 
 
 class _JobLike(Protocol):

@@ -5,9 +5,12 @@ Security and robustness rules:
 * The listener is private: a UNIX socket created under the supervisor's umask 077 and
   verified 0600 after ``bind`` (no window where another user could connect), or TCP on
   exactly 127.0.0.1.
-* A session must deliver one whole request line within :data:`READ_DEADLINE_S`; the
-  framer bounds its size. A malformed request or a wrong credential (compared in constant
-  time) gets no answer: the connection is closed silently, and counted in a
+* A session must deliver one whole request line within :data:`READ_DEADLINE_S`. What may
+  be said and when (its size, its credential compared in constant time, one answer or a
+  stop's progress) is the sans-IO
+  :class:`~coretsia.worker_protocol.control_conversation.ServerConversation`'s to judge;
+  this module only moves bytes. A malformed request or a wrong credential gets no
+  answer: the connection is closed silently, and counted in a
   rate-limited ``control.refused`` line (:mod:`coretsia.supervisor.refusals`), so a
   flood cannot drown the pool's real events.
 * At most :data:`MAX_PENDING` sessions may be waiting for their request at once; when a
@@ -20,7 +23,6 @@ Security and robustness rules:
 from __future__ import annotations
 
 import collections
-import hmac
 import os
 import socket
 import stat
@@ -32,14 +34,13 @@ import trio
 from coretsia.supervisor.refusals import RefusalCause, RefusalLog
 from coretsia.supervisor.telemetry import NO_TELEMETRY, Telemetry
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.control import (
-    ControlRequest,
-    ControlResponse,
-    decode_request,
-    encode_response,
+from coretsia.worker_protocol.control import ControlRequest, ControlResponse
+from coretsia.worker_protocol.control_conversation import (
+    CredentialRefusedError,
+    ServerConversation,
 )
 from coretsia.worker_protocol.exceptions import ProtocolError, WorkerLifecycleFailedError
-from coretsia.worker_protocol.framing import LineFramer, Need
+from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.vocabulary import ControlCommand
 
 READ_DEADLINE_S: Final = 2.0
@@ -165,12 +166,10 @@ class ControlServer:
         telemetry: Telemetry,
     ) -> None:
         with conn:
-            request = await self._read_request(conn)
+            conversation = ServerConversation(credential)
+            request = await self._read_request(conn, conversation)
             if not isinstance(request, ControlRequest):
                 self._refusals.refused(request)
-                return
-            if not hmac.compare_digest(request.credential, credential):
-                self._refusals.refused(RefusalCause.CREDENTIAL)
                 return
             if request.command is ControlCommand.STOP:
                 answering = None  # a stop is recorded when the shutdown ends
@@ -178,9 +177,9 @@ class ControlServer:
                 answering = telemetry.process("status")
             try:
                 if answering is None:
-                    await _stream(conn, handler.subscribe_stop())
+                    await _stream(conn, conversation, handler.subscribe_stop())
                 else:
-                    await _send(conn, handler.answer(request.command))
+                    await _send(conn, conversation.send(handler.answer(request.command)))
                     answering.finish("success")
             except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
                 return  # the client went away; nothing else is affected
@@ -188,7 +187,9 @@ class ControlServer:
                 if answering is not None:
                     answering.finish("failure")  # no-op once the answer was sent
 
-    async def _read_request(self, conn: trio.socket.SocketType) -> ControlRequest | RefusalCause:
+    async def _read_request(
+        self, conn: trio.socket.SocketType, conversation: ServerConversation
+    ) -> ControlRequest | RefusalCause:
         key = id(conn)
         if len(self._pending) >= MAX_PENDING:
             _, oldest = self._pending.popitem(last=False)
@@ -196,41 +197,43 @@ class ControlServer:
         with trio.move_on_after(READ_DEADLINE_S) as scope:
             self._pending[key] = scope
             try:
-                return await _read_line(conn)
+                return await _receive_request(conn, conversation)
             finally:
                 self._pending.pop(key, None)
         return RefusalCause.INCOMPLETE
 
 
-async def _read_line(conn: trio.socket.SocketType) -> ControlRequest | RefusalCause:
-    framer = LineFramer()
+async def _receive_request(
+    conn: trio.socket.SocketType, conversation: ServerConversation
+) -> ControlRequest | RefusalCause:
+    """The request, or why it gets no answer (the conversation judges, we only read)."""
     try:
-        while True:
-            frame = framer.next_frame()
-            if isinstance(frame, bytes):
-                return decode_request(frame)
-            if frame is Need.CLOSED:
-                return RefusalCause.INCOMPLETE
-            framer.receive_data(await conn.recv(4096))
+        while (request := conversation.next_event()) is Need.DATA:
+            conversation.receive_data(await conn.recv(4096))
+    except CredentialRefusedError:
+        return RefusalCause.CREDENTIAL
     except ProtocolError:
         return RefusalCause.MALFORMED
     except OSError:
         return RefusalCause.INCOMPLETE
+    return RefusalCause.INCOMPLETE if request is Need.CLOSED else request
 
 
-async def _send(conn: trio.socket.SocketType, response: ControlResponse) -> None:
-    data = memoryview(encode_response(response))
-    while data:
-        sent = await conn.send(data)
-        data = data[sent:]
+async def _send(conn: trio.socket.SocketType, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        sent = await conn.send(view)
+        view = view[sent:]
 
 
 async def _stream(
-    conn: trio.socket.SocketType, answers: trio.MemoryReceiveChannel[ControlResponse]
+    conn: trio.socket.SocketType,
+    conversation: ServerConversation,
+    answers: trio.MemoryReceiveChannel[ControlResponse],
 ) -> None:
     async with answers:
         async for response in answers:
-            await _send(conn, response)
+            await _send(conn, conversation.send(response))
 
 
 async def _bind_long_path(sock: trio.socket.SocketType, path: Path) -> None:

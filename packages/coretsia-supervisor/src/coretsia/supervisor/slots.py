@@ -20,7 +20,7 @@ import logging
 import socket
 import sys
 from collections.abc import Callable
-from typing import Final
+from typing import Final, NamedTuple
 
 import trio
 
@@ -36,7 +36,7 @@ from coretsia.worker_protocol.exceptions import (
     WorkerStartFailedError,
     error_for,
 )
-from coretsia.worker_protocol.framing import LineFramer, Need
+from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.internal.guardian import Spawn
 from coretsia.worker_protocol.internal.runtime.logs import event
 from coretsia.worker_protocol.vocabulary import PoolStatus
@@ -46,9 +46,8 @@ from coretsia.worker_protocol.worker_channel import (
     Retiring,
     ShutdownRequest,
     TaskFailed,
-    decode_worker_frame,
-    encode_retire,
 )
+from coretsia.worker_protocol.worker_conversation import SupervisorConversation
 
 LAUNCHER_CODE: Final = "from coretsia.supervisor.launcher import main; main()"
 """What every worker runs, as ``python -c``: the launcher without ``runpy``.
@@ -65,6 +64,13 @@ GROUP_SIGNAL_GRACE_S: Final = 0.5
 A service manager that signals the whole group (systemd's default
 ``KillMode=control-group``, a terminal's process group) reaches the workers and the
 supervisor at the same instant: a graceful stop must not be misread as a crash."""
+
+
+class _Channel(NamedTuple):
+    """Our end of one worker's channel and the rules it follows."""
+
+    sock: trio.socket.SocketType
+    conversation: SupervisorConversation
 
 
 class _Next(enum.Enum):
@@ -145,9 +151,7 @@ class Slots:
                 finally:
                     self._turns.release(slot)
 
-    async def _serve(
-        self, slot: Slot, channel: trio.socket.SocketType, readers: trio.Nursery
-    ) -> None:
+    async def _serve(self, slot: Slot, channel: _Channel, readers: trio.Nursery) -> None:
         while True:
             exit_kind = await self._live(slot, channel)
             step = await self._judge(slot, exit_kind)
@@ -164,19 +168,19 @@ class Slots:
 
     # -- one worker's life --------------------------------------------------------------
 
-    async def _spawn(self, slot: Slot, readers: trio.Nursery) -> trio.socket.SocketType | None:
+    async def _spawn(self, slot: Slot, readers: trio.Nursery) -> _Channel | None:
         """Ask the guardian for a worker of ``slot`` and start reading its channel.
 
         Return our end of the channel, or None when the guardian could not be asked (the
         pool has failed)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        channel = trio.socket.from_stdlib_socket(ours)
+        channel = _Channel(trio.socket.from_stdlib_socket(ours), SupervisorConversation())
         slot.renew(trio.current_time())
         event("worker.spawned", slot=slot.index)  # stamped with spawned_at: the request
         try:
             await self._link.send(Spawn(slot=slot.index, argv=self._argv(slot)), (theirs.fileno(),))
         except WorkerError as exc:
-            channel.close()
+            channel.sock.close()
             self._pool.fail(exc)
             return None
         finally:
@@ -184,7 +188,7 @@ class Slots:
         readers.start_soon(self._read, slot, channel)
         return channel
 
-    async def _live(self, slot: Slot, channel: trio.socket.SocketType) -> str:
+    async def _live(self, slot: Slot, channel: _Channel) -> str:
         """Wait for the current worker's exit and its last words; send ``retire`` if it
         asked for it and its turn comes. Return how it exited."""
         async with trio.open_nursery() as life:
@@ -195,11 +199,11 @@ class Slots:
             life.cancel_scope.cancel()
         return slot.exit_kind
 
-    async def _retire_when_granted(self, slot: Slot, channel: trio.socket.SocketType) -> None:
+    async def _retire_when_granted(self, slot: Slot, channel: _Channel) -> None:
         await slot.granted.wait()
         event("worker.retired", slot=slot.index)
         try:
-            await channel.send(encode_retire())
+            await channel.sock.send(channel.conversation.send_retire())
         except (OSError, trio.ClosedResourceError):
             pass  # the worker is gone already; its exit is judged on its own
 
@@ -233,9 +237,7 @@ class Slots:
         await trio.sleep(self._respawn.delay(slot.spawned_at, slot.rapid_exits, now))
         return _Next.REPLACE
 
-    async def _respawn_ready(
-        self, slot: Slot, readers: trio.Nursery
-    ) -> trio.socket.SocketType | None:
+    async def _respawn_ready(self, slot: Slot, readers: trio.Nursery) -> _Channel | None:
         """Spawn ``slot`` again and see it become ready within ``start_timeout_ms``.
 
         A new worker that never reports ready fails the pool rather than leave the slot
@@ -264,52 +266,39 @@ class Slots:
 
     # -- the worker's channel -----------------------------------------------------------
 
-    async def _read(self, slot: Slot, sock: trio.socket.SocketType) -> None:
+    async def _read(self, slot: Slot, channel: _Channel) -> None:
+        """Read the worker's frames to the channel's end; a broken rule fails the pool."""
         closed = slot.channel_closed
+        conversation = channel.conversation
         try:
-            await self._read_frames(slot, sock)
+            with channel.sock:
+                while (frame := conversation.next_event()) is not Need.CLOSED:
+                    if frame is Need.DATA:
+                        conversation.receive_data(await channel.sock.recv(4096))
+                    else:
+                        self._on_frame(slot, frame)
+        except ProtocolError:
+            self._pool.fail(conversation.failure())
+        except OSError:
+            return
         finally:
             closed.set()
 
-    async def _read_frames(self, slot: Slot, sock: trio.socket.SocketType) -> None:
-        framer = LineFramer()
-        with sock:
-            try:
-                while True:
-                    frame = framer.next_frame()
-                    if frame is Need.CLOSED:
-                        return
-                    if frame is Need.DATA:
-                        framer.receive_data(await sock.recv(4096))
-                        continue
-                    self._on_frame(slot, decode_worker_frame(frame))
-            except ProtocolError:
-                if slot.state is SlotState.SPAWNING:
-                    self._pool.fail(WorkerStartFailedError(Reason.READINESS_INVALID))
-                else:
-                    self._pool.fail(WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED))
-            except OSError:
-                return
-
     def _on_frame(self, slot: Slot, frame: object) -> None:
         if isinstance(frame, Ready):
-            self._on_ready_frame(slot, frame)
+            self._on_ready_frame(slot)
         elif isinstance(frame, Failed):
             slot.failed_reason = frame.reason
         elif isinstance(frame, TaskFailed):
             log_task_failure(slot.index, frame)
-        elif isinstance(frame, Retiring):
-            if not slot.retiring:
-                slot.retiring = True
-                self._turns.ask(slot)
+        elif isinstance(frame, Retiring):  # once per worker: the conversation sees to it
+            slot.retiring = True
+            self._turns.ask(slot)
         elif isinstance(frame, ShutdownRequest):
             event("pool.shutdown_requested", slot=slot.index)
             self._pool.request_stop(StopCause.APPLICATION)
 
-    def _on_ready_frame(self, slot: Slot, frame: Ready) -> None:
-        if frame.token is not None or slot.state is SlotState.READY:
-            self._pool.fail(WorkerStartFailedError(Reason.READINESS_INVALID))
-            return
+    def _on_ready_frame(self, slot: Slot) -> None:
         if slot.state is SlotState.EXITED:
             # Its exit (guardian channel) overtook this frame (its own channel): it is
             # not ready any more, but an entry that got this far did boot (it is

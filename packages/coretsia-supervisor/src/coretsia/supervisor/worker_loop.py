@@ -172,27 +172,32 @@ def _run_unit(task: Task, hooks: Hooks) -> Exception | None:
 
 
 class Retirement:
-    """Asks the supervisor for permission to retire and notices its answer."""
+    """Asks the supervisor for permission to retire and notices its answer.
 
-    __slots__ = ("_buffer", "_channel", "_listen", "_requested")
+    The order (ask once, a grant only in answer) is the sans-IO
+    :class:`~coretsia.worker_protocol.worker_conversation.WorkerConversation`'s; this
+    class only moves bytes, without ever blocking in :meth:`granted`.
+    """
+
+    __slots__ = ("_channel", "_conversation", "_listen")
 
     def __init__(
         self, channel: _socket.socket, listen: Callable[[bool], None] = lambda _on: None
     ) -> None:
+        from coretsia.worker_protocol.worker_conversation import WorkerConversation
+
         self._channel = channel
         self._listen = listen
-        self._requested = False
-        self._buffer = b""
+        self._conversation = WorkerConversation()
 
     def listening(self, *, on: bool) -> None:
         """Let the answer wake a waiting source (only while it waits for a task)."""
-        if self._requested:
+        if self._conversation.asked:
             self._listen(on)
 
     def request(self, send: Callable[[], None]) -> None:
         """Send ``retiring`` once."""
-        if not self._requested:
-            self._requested = True
+        if self._conversation.ask_to_retire():
             send()
 
     def wait(self, stop_fileno: int) -> None:
@@ -206,26 +211,21 @@ class Retirement:
     def granted(self) -> bool:
         """True once ``retire`` arrived, or the supervisor is gone; never blocks."""
         from coretsia.worker_protocol.exceptions import ProtocolError
-        from coretsia.worker_protocol.worker_channel import decode_supervisor_frame
+        from coretsia.worker_protocol.framing import Need
 
         fd = self._channel.fileno()
-        while select.select([fd], [], [], 0)[0]:
-            try:
-                data = os.read(fd, 4096)
-            except OSError:
-                return True
-            if not data:
-                return True  # nobody to ask any more: retire
-            self._buffer += data
-            line, newline, rest = self._buffer.partition(b"\n")
-            if newline:
-                self._buffer = rest
+        try:
+            while self._conversation.next_event() is Need.DATA:
+                if not select.select([fd], [], [], 0)[0]:
+                    return False
                 try:
-                    decode_supervisor_frame(line)
-                except ProtocolError:
-                    raise _failure("LIFECYCLE_FAILED") from None
-                return True
-        return False
+                    data = os.read(fd, 4096)
+                except OSError:
+                    return True
+                self._conversation.receive_data(data)
+        except ProtocolError:
+            raise _failure("LIFECYCLE_FAILED") from None
+        return True  # the grant, or nobody to ask any more (the channel closed): retire
 
 
 def work(

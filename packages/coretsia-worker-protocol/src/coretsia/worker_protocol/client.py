@@ -40,11 +40,9 @@ from coretsia.worker_protocol.control import (
     ErrorResponse,
     HealthResponse,
     StatusResponse,
-    StoppedResponse,
     StopProgress,
-    decode_response,
-    encode_request,
 )
+from coretsia.worker_protocol.control_conversation import ClientConversation
 from coretsia.worker_protocol.exceptions import (
     ProtocolError,
     WorkerAlreadyRunningError,
@@ -52,7 +50,7 @@ from coretsia.worker_protocol.exceptions import (
     WorkerNotRunningError,
     error_for,
 )
-from coretsia.worker_protocol.framing import LineFramer, Need
+from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.lifecycle import FENCE_PATH, LOCATOR_PATH, LOCK_PATH
 from coretsia.worker_protocol.locator import MAX_LOCATOR_BYTES, Locator, decode_locator
 from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
@@ -61,10 +59,8 @@ from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
 # type checkers honour a module-level TYPE_CHECKING all the same.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
-    from typing import Final, TypeVar
-
-    R = TypeVar("R")
+    from collections.abc import Callable
+    from typing import Final
 
 DEFAULT_TIMEOUT_S: Final = 5.0
 """Bound on a ``status`` or ``health`` round trip, connection included."""
@@ -90,11 +86,15 @@ class ControlClient:
 
     def status(self) -> StatusResponse:
         """The live state of the pool."""
-        return self._ask(ControlCommand.STATUS, StatusResponse, self._timeout, None)
+        answer = self._ask(ControlCommand.STATUS, self._timeout, None)
+        assert isinstance(answer, StatusResponse)  # the conversation allows no other
+        return answer
 
     def health(self) -> HealthResponse:
         """The live health of the pool (``healthy`` false is an answer, not an error)."""
-        return self._ask(ControlCommand.HEALTH, HealthResponse, self._timeout, None)
+        answer = self._ask(ControlCommand.HEALTH, self._timeout, None)
+        assert isinstance(answer, HealthResponse)  # the conversation allows no other
+        return answer
 
     def stop(self, on_progress: Callable[[StopProgress], None] | None = None) -> None:
         """Stop the pool; return once it answers ``stopped`` (the lock is then free).
@@ -102,7 +102,7 @@ class ControlClient:
         Waits at most the published stop budget plus twice the force-kill budget plus a
         slack; shutdown goes on in the supervisor whatever this client does.
         """
-        self._ask(ControlCommand.STOP, StoppedResponse, None, on_progress)
+        self._ask(ControlCommand.STOP, None, on_progress)
 
     # -- discovery ----------------------------------------------------------------------
 
@@ -189,10 +189,10 @@ class ControlClient:
     def _ask(
         self,
         command: ControlCommand,
-        expected: type[R],
         timeout: float | None,
         on_progress: Callable[[StopProgress], None] | None,
-    ) -> R:
+    ) -> ControlResponse:
+        """One conversation; returns its terminal answer, raises an ``error`` answer."""
         if not self._probe():
             if self._probe(FENCE_PATH):
                 raise WorkerAlreadyRunningError(Reason.GENERATION_DRAINING)
@@ -200,25 +200,29 @@ class ControlClient:
         locator = self._read_locator()
         budget = timeout if timeout is not None else locator.stop_wait_ms / 1000 + STOP_SLACK_S
         deadline = time.monotonic() + budget
+        conversation = ClientConversation()
         with self._connect(locator, deadline) as sock:
             try:
-                sock.sendall(encode_request(ControlRequest(command, locator.credential)))
-                for response in _responses(sock, deadline):
-                    if isinstance(response, ErrorResponse):
-                        raise error_for(response.reason)
-                    if isinstance(response, StopProgress) and command is ControlCommand.STOP:
+                sock.sendall(conversation.send(ControlRequest(command, locator.credential)))
+                while True:
+                    answer = conversation.next_event()
+                    if answer is Need.DATA:
+                        sock.settimeout(_remaining(deadline))
+                        conversation.receive_data(sock.recv(4096))
+                    elif answer is Need.CLOSED:
+                        # Closed before the terminal answer: a refused credential, a crash.
+                        raise WorkerCommunicationFailedError
+                    elif isinstance(answer, StopProgress):
                         if on_progress is not None:
-                            on_progress(response)
-                        continue
-                    if isinstance(response, expected):
-                        return response
-                    raise WorkerCommunicationFailedError
+                            on_progress(answer)
+                    elif isinstance(answer, ErrorResponse):
+                        raise error_for(answer.reason)
+                    else:
+                        return answer
             except (OSError, ProtocolError) as exc:
                 if isinstance(exc, WorkerCommunicationFailedError):
                     raise
                 raise WorkerCommunicationFailedError from exc
-        # The supervisor closed without a terminal answer (a refused credential, a crash).
-        raise WorkerCommunicationFailedError
 
 
 def _remaining(deadline: float) -> float:
@@ -226,19 +230,6 @@ def _remaining(deadline: float) -> float:
     if left <= 0:
         raise TimeoutError
     return left
-
-
-def _responses(sock: socket.socket, deadline: float) -> Iterator[ControlResponse]:
-    framer = LineFramer()
-    while True:
-        frame = framer.next_frame()
-        if frame is Need.CLOSED:
-            return
-        if frame is Need.DATA:
-            sock.settimeout(_remaining(deadline))
-            framer.receive_data(sock.recv(4096))
-            continue
-        yield decode_response(frame)
 
 
 def _connect_long_unix_path(sock: socket.socket, path: str) -> None:

@@ -1,9 +1,17 @@
 """Newline framing with a hard size bound, sans-IO in the manner of h11.
 
 Every stream of the protocol carries one JSON object per line. The framer only buffers
-bytes and cuts lines; it never parses. The size bound is enforced while buffering, before
-any decoding, so a peer that never sends a newline costs at most ``max_frame_bytes`` of
-memory and is told so with ``worker-frame-oversized``.
+bytes and cuts lines; it never parses. It is the one frame reader of every channel: the
+conversations (:mod:`~coretsia.worker_protocol.control_conversation`,
+:mod:`~coretsia.worker_protocol.worker_conversation`) decode what it cuts, and the
+guardian and proc-host channels read their frames through it.
+
+The buffer is bounded twice. A line longer than ``max_frame_bytes`` is refused while
+buffering, before any decoding, so a peer that never sends a newline costs at most the
+limit and is told so with ``worker-frame-oversized``; and the framer refuses to be fed
+while it already holds more than ``max_frame_bytes``, so a reader that forgets to ask
+:meth:`LineFramer.next_frame` cannot grow it either: it never holds more than
+``max_frame_bytes`` plus the last chunk fed.
 """
 
 from __future__ import annotations
@@ -25,7 +33,8 @@ MAX_FRAME_BYTES: Final = 16 * 1024
 
 
 class Need(enum.Enum):
-    """What :meth:`LineFramer.next_frame` returns when it has no whole frame."""
+    """What :meth:`LineFramer.next_frame` (and a conversation's ``next_event``) returns
+    when it has no whole frame."""
 
     DATA = "need-data"
     """Feed more bytes with :meth:`LineFramer.receive_data`."""
@@ -45,9 +54,15 @@ class LineFramer:
         self._max = max_frame_bytes
 
     def receive_data(self, data: bytes) -> None:
-        """Buffer bytes read from the peer; an empty ``data`` means end of stream."""
+        """Buffer bytes read from the peer; an empty ``data`` means end of stream.
+
+        Feed it when :meth:`next_frame` asks for data: bytes fed while more than
+        ``max_frame_bytes`` are still buffered are our own bug (:class:`LocalProtocolError`).
+        """
         if self._closed:
             raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
+        if len(self._buffer) > self._max:
+            raise LocalProtocolError(Reason.FRAME_OVERSIZED)
         if data:
             self._buffer += data
         else:

@@ -59,22 +59,22 @@ class FramedChannel:
 
     async def receive(self) -> bytes | None:
         """The next frame, or None when the peer closed the channel between frames."""
-        while True:
-            frame = self._framer.next_frame()
-            if isinstance(frame, bytes):
-                return frame
-            if frame is Need.CLOSED:
-                return None
-            flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
-            data, ancillary, _flags, _addr = await self._sock.recvmsg(
-                _RECV_BYTES, socket.CMSG_SPACE(_MAX_FDS_PER_MESSAGE * 4), flags
-            )
-            for level, kind, payload in ancillary:
-                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                    fds = array.array("i")
-                    fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-                    self._fds.extend(fds)
-            self._framer.receive_data(data)
+        while (frame := self._framer.next_frame()) is Need.DATA:
+            self._framer.receive_data(await self._receive_some())
+        return frame if isinstance(frame, bytes) else None
+
+    async def _receive_some(self) -> bytes:
+        """What the socket has (``b""`` at its end); descriptors with it queue up."""
+        flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+        data, ancillary, _flags, _addr = await self._sock.recvmsg(
+            _RECV_BYTES, socket.CMSG_SPACE(_MAX_FDS_PER_MESSAGE * 4), flags
+        )
+        for level, kind, payload in ancillary:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds = array.array("i")
+                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+                self._fds.extend(fds)
+        return data
 
     def take_fd(self) -> int | None:
         """The oldest received descriptor not yet taken, if any."""

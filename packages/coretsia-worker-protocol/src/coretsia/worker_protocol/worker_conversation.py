@@ -1,0 +1,179 @@
+"""The worker channel's conversation, sans-IO: what each end may say, and when. Internal.
+
+:mod:`~coretsia.worker_protocol.worker_channel` says what one frame may contain; this
+module holds the order, for both ends of the channel between a worker and its supervisor:
+:class:`SupervisorConversation` reads a worker's frames and grants its retirement,
+:class:`WorkerConversation` asks to retire and reads the grant. Like the control
+conversation (:mod:`~coretsia.worker_protocol.control_conversation`), each is fed bytes
+with ``receive_data`` and asked for the next frame with ``next_event``.
+
+The rules (all of them live here; the I/O loops hold none):
+
+1. ``ready`` comes at most once and without a token (the inherited descriptor already
+   proves who speaks). A second one, or one with a token, breaks readiness.
+2. ``failed``, ``task-failed`` and ``shutdown-request`` may come at any time.
+3. ``retiring`` asks once: a repeated one is the same request, not reported again.
+4. ``retire`` answers a ``retiring``, once: the supervisor never sends it unasked
+   (:class:`~coretsia.worker_protocol.exceptions.LocalProtocolError`) and a worker
+   refuses one it did not ask for
+   (:class:`~coretsia.worker_protocol.exceptions.RemoteProtocolError`).
+5. A frame that breaks a rule, or does not decode, ends the conversation: every later
+   ``next_event`` raises again. For the supervisor, what it means depends on when
+   (:meth:`SupervisorConversation.failure`): a readiness failure before ``ready`` or
+   about ``ready``, a lifecycle failure after.
+
+A handshake (a token-carrying first frame where no descriptor can be inherited, or a
+mutual authentication) fits as one more state before :attr:`Readiness.BOOTING`.
+
+Imported on the worker boot path: no ``typing`` at run time, nothing beyond the frames.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.exceptions import (
+    LocalProtocolError,
+    ProtocolError,
+    RemoteProtocolError,
+    WorkerLifecycleFailedError,
+    WorkerStartFailedError,
+)
+from coretsia.worker_protocol.framing import LineFramer, Need
+from coretsia.worker_protocol.worker_channel import (
+    Ready,
+    Retire,
+    Retiring,
+    decode_supervisor_frame,
+    decode_worker_frame,
+    encode_retire,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from coretsia.worker_protocol.exceptions import WorkerError
+    from coretsia.worker_protocol.worker_channel import WorkerFrame
+
+
+class Readiness(enum.Enum):
+    """Where a worker stands with its ``ready`` frame (rule 1)."""
+
+    BOOTING = "booting"
+    """Not ready yet."""
+    READY = "ready"
+    """``ready`` came."""
+    BROKEN = "broken"
+    """A frame broke a rule (rule 5): nothing more is read."""
+
+
+class Retirement(enum.Enum):
+    """Where a worker stands with its retirement (rules 3 and 4)."""
+
+    NOT_ASKED = "not-asked"
+    ASKED = "asked"
+    """``retiring`` went; ``retire`` may answer it."""
+    GRANTED = "granted"
+    """``retire`` went: the worker exits after its current task."""
+
+
+class SupervisorConversation:
+    """The supervisor's end of one worker's channel."""
+
+    __slots__ = ("_framer", "_readiness_broken", "readiness", "retirement")
+
+    def __init__(self) -> None:
+        self._framer = LineFramer()
+        self.readiness = Readiness.BOOTING
+        self.retirement = Retirement.NOT_ASKED
+        self._readiness_broken = False
+
+    def receive_data(self, data: bytes) -> None:
+        """Buffer bytes read from the worker; ``b""`` means it closed the channel."""
+        self._framer.receive_data(data)
+
+    def next_event(self) -> WorkerFrame | Need:
+        """The next frame the supervisor must act on, or what is needed first."""
+        if self.readiness is Readiness.BROKEN:
+            raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
+        was_booting = self.readiness is Readiness.BOOTING
+        try:
+            while True:
+                line = self._framer.next_frame()
+                if isinstance(line, Need):
+                    return line
+                frame = decode_worker_frame(line)
+                if isinstance(frame, Ready):
+                    self._ready(frame)
+                elif isinstance(frame, Retiring):
+                    if self.retirement is not Retirement.NOT_ASKED:
+                        continue  # rule 3: the same request again
+                    self.retirement = Retirement.ASKED
+                return frame
+        except ProtocolError:
+            self._readiness_broken = self._readiness_broken or was_booting
+            self.readiness = Readiness.BROKEN
+            raise
+
+    def _ready(self, frame: Ready) -> None:
+        if frame.token is not None or self.readiness is not Readiness.BOOTING:
+            self._readiness_broken = True
+            raise RemoteProtocolError(Reason.FRAME_UNEXPECTED)
+        self.readiness = Readiness.READY
+
+    def send_retire(self) -> bytes:
+        """The ``retire`` grant's bytes; only in answer to ``retiring``, once (rule 4)."""
+        if self.retirement is not Retirement.ASKED:
+            raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
+        self.retirement = Retirement.GRANTED
+        return encode_retire()
+
+    def failure(self) -> WorkerError:
+        """What a broken conversation means for the pool (rule 5)."""
+        if self._readiness_broken:
+            return WorkerStartFailedError(Reason.READINESS_INVALID)
+        return WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED)
+
+
+class WorkerConversation:
+    """The worker's end of its channel, once it is ready: ask to retire, read the grant."""
+
+    __slots__ = ("_broken", "_framer", "retirement")
+
+    def __init__(self) -> None:
+        self._framer = LineFramer()
+        self.retirement = Retirement.NOT_ASKED
+        self._broken = False
+
+    @property
+    def asked(self) -> bool:
+        """Whether ``retiring`` went (the grant may then come)."""
+        return self.retirement is not Retirement.NOT_ASKED
+
+    def ask_to_retire(self) -> bool:
+        """Record that ``retiring`` goes out now; False when it already went (rule 3)."""
+        if self.asked:
+            return False
+        self.retirement = Retirement.ASKED
+        return True
+
+    def receive_data(self, data: bytes) -> None:
+        """Buffer bytes read from the supervisor; ``b""`` means it closed the channel."""
+        self._framer.receive_data(data)
+
+    def next_event(self) -> Retire | Need:
+        """The ``retire`` grant, or what is needed first; anything else raises (rule 4)."""
+        if self._broken:
+            raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
+        try:
+            line = self._framer.next_frame()
+            if isinstance(line, Need):
+                return line
+            frame = decode_supervisor_frame(line)
+            if self.retirement is not Retirement.ASKED:
+                raise RemoteProtocolError(Reason.FRAME_UNEXPECTED)
+        except ProtocolError:
+            self._broken = True
+            raise
+        self.retirement = Retirement.GRANTED
+        return frame
