@@ -14,11 +14,12 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from coretsia.supervisor.config import PoolConfig, check_path_claims, config_error
+from coretsia.supervisor.config import PoolConfig
+from coretsia.supervisor.config.rules import check_path_claims
 from coretsia.supervisor.drivers import resolve_driver, resolve_transport
 from coretsia.supervisor.process.ipc_resources import require_ipc
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
-from coretsia.worker_protocol.exceptions import WorkerLifecycleFailedError
+from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerLifecycleFailedError
 from coretsia.worker_protocol.lifecycle import CANONICAL_PATHS, GENERATIONS_DIR, RUNTIME_DIR
 from coretsia.worker_protocol.vocabulary import Transport
 
@@ -47,8 +48,8 @@ def run_supervisor(
     ``attach`` is called from inside the run, before anything starts, with the
     supervisor and the run's token: how another thread can reach it later.
     """
-    driver = resolve_driver(config.driver)
-    transport = resolve_transport(config.control_transport)
+    driver = resolve_driver(config.worker.driver)
+    transport = resolve_transport(config.control.transport)
     require_ipc(spec)  # like the driver: refused before anything is started
     metrics = _metrics_endpoint(config)
     runtime_dirs(root, config, transport)  # refused before anything is written outside
@@ -72,7 +73,7 @@ def run_supervisor(
         umask,
         os.environ,
         log_json=log_json,
-        telemetry=_telemetry(config.telemetry.value, metrics),
+        telemetry=_telemetry(config.observability.telemetry.value, metrics),
         metrics=metrics,
     )
 
@@ -112,15 +113,14 @@ def runtime_dirs(root: Path, config: PoolConfig, transport: Transport) -> list[P
             raise WorkerLifecycleFailedError(Reason.INVALID_STATE)
         dirs.append(path)
     claims = []
-    for field, relative in config.claimed_paths:
-        if field == "socket_path" and transport is not Transport.UNIX:
-            continue  # no socket: its path is not the pool's to use
+    # No socket without the unix transport: its path is not the pool's to use.
+    for key, relative in config.paths.claims(socket=transport is Transport.UNIX):
         directory = resolved(os.path.dirname(relative))
         if directory != real_root and not inside(directory):
-            raise config_error(field, ConfigRule.UNSAFE_PATH)
+            raise WorkerConfigError(key, ConfigRule.UNSAFE_PATH)
         dirs.append(directory)
         real = os.path.join(directory, os.path.basename(relative))
-        claims.append((field, os.path.relpath(real, real_root)))
+        claims.append((key, os.path.relpath(real, real_root)))
     # Symlinks inside the root may make two different texts name one file (a state file
     # written over the generation fence): the load-time rules again, on real paths.
     canonical = (os.path.relpath(resolved(path), real_root) for path in CANONICAL_PATHS)
@@ -130,12 +130,13 @@ def runtime_dirs(root: Path, config: PoolConfig, transport: Transport) -> list[P
 
 def _metrics_endpoint(config: PoolConfig) -> MetricsEndpoint | None:
     """The Prometheus endpoint when ``metrics_port`` is set (refused without the client)."""
-    if config.metrics_port == 0:
+    observability = config.observability
+    if observability.metrics_port == 0:
         return None
     from coretsia.supervisor.prometheus import MetricsEndpoint, require_prometheus
 
     require_prometheus()
-    return MetricsEndpoint(config.metrics_host, config.metrics_port)
+    return MetricsEndpoint(observability.metrics_host, observability.metrics_port)
 
 
 def _telemetry(mode: str, metrics: MetricsEndpoint | None) -> Telemetry:

@@ -176,10 +176,10 @@ class Supervisor:
             ],
         )
         self._respawn = RespawnPolicy(
-            config.respawn_interval_ms / 1000,
-            config.restart_intensity,
-            config.restart_period_ms / 1000,
-            config.restart_backoff_max_ms / 1000,
+            config.processes.respawn_interval_ms / 1000,
+            config.processes.restart_intensity,
+            config.processes.restart_period_ms / 1000,
+            config.processes.restart_backoff_max_ms / 1000,
         )
         self._stop_by_application = False
         self._ipc = PoolIpc(root, spec)
@@ -231,8 +231,8 @@ class Supervisor:
         hello = Hello(
             peer_version=__version__,
             driver=self._driver,
-            stop_timeout_ms=config.stop_timeout_ms,
-            force_kill_timeout_ms=config.force_kill_timeout_ms,
+            stop_timeout_ms=config.budgets.stop_timeout_ms,
+            force_kill_timeout_ms=config.budgets.force_kill_timeout_ms,
             umask=self._umask,
             log_json=self._log_json,
         )
@@ -254,15 +254,15 @@ class Supervisor:
         self._remove(
             LOCATOR_PATH,
             LOCATOR_TMP_PATH,
-            config.state_path,
-            config.state_tmp_path,
-            config.stop_flag_path,
+            config.paths.state_path,
+            config.paths.state_tmp_path,
+            config.paths.stop_flag_path,
         )
         self._pool.endpoint_hash = self._endpoint_hash()
         if self._transport is Transport.UNIX:
-            self._server = await ControlServer.open_unix(self._root / config.socket_path)
+            self._server = await ControlServer.open_unix(self._root / config.paths.socket_path)
         else:
-            self._server = await ControlServer.open_tcp(config.tcp_port)
+            self._server = await ControlServer.open_tcp(config.tcp.port)
         nursery.start_soon(self._server.serve, self._credential, self, self._telemetry)
         if self._metrics is not None:
             self._metrics.open(self._pool)  # under the lock, like the control server
@@ -275,7 +275,7 @@ class Supervisor:
             if self._stop_requested or self._failure is not None:
                 break
             await self._spawn(slot)
-        with trio.move_on_after(config.start_timeout_ms / 1000):
+        with trio.move_on_after(config.budgets.start_timeout_ms / 1000):
             await self._pool.wait_until(self._start_settled)
         if self._failure is not None:
             return
@@ -472,7 +472,7 @@ class Supervisor:
         except WorkerError as exc:
             self._fail(exc)
             return
-        with trio.move_on_after(self._config.start_timeout_ms / 1000):
+        with trio.move_on_after(self._config.budgets.start_timeout_ms / 1000):
             await self._pool.wait_until(
                 lambda: slot.state is not SlotState.SPAWNING or self._stopping
             )
@@ -615,9 +615,9 @@ class Supervisor:
         except OSError as exc:  # a directory at its path, a full disk
             raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
         if self._transport is Transport.UNIX:
-            address = self._config.socket_path
+            address = self._config.paths.socket_path
         else:
-            address = f"127.0.0.1:{self._config.tcp_port}"
+            address = f"127.0.0.1:{self._config.tcp.port}"
         return endpoint_hash(key, self._transport, address)
 
     def _make_runtime_dirs(self) -> None:
@@ -635,11 +635,11 @@ class Supervisor:
         locator = Locator(
             transport=self._transport,
             credential=self._credential,
-            stop_timeout_ms=config.stop_timeout_ms,
-            force_kill_timeout_ms=config.force_kill_timeout_ms,
-            path=config.socket_path if unix else None,
+            stop_timeout_ms=config.budgets.stop_timeout_ms,
+            force_kill_timeout_ms=config.budgets.force_kill_timeout_ms,
+            path=config.paths.socket_path if unix else None,
             host=None if unix else "127.0.0.1",
-            port=None if unix else config.tcp_port,
+            port=None if unix else config.tcp.port,
         )
         files.write_atomic(
             self._root / LOCATOR_PATH, encode_locator(locator), self._root / LOCATOR_TMP_PATH
@@ -654,17 +654,17 @@ class Supervisor:
             status=self._pool.status,
             worker_count=len(self._pool.slots),
             ready_worker_count=self._pool.ready_count,
-            driver_requested=config.driver,
+            driver_requested=config.worker.driver,
             driver=self._driver,
-            control_transport_requested=config.control_transport,
+            control_transport_requested=config.control.transport,
             control_transport=self._transport,
             endpoint_hash=self._pool.endpoint_hash,
         )
         try:
             files.write_atomic(
-                self._root / config.state_path,
+                self._root / config.paths.state_path,
                 encode_state(state),
-                self._root / config.state_tmp_path,
+                self._root / config.paths.state_tmp_path,
             )
         except OSError as exc:
             raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
@@ -695,9 +695,9 @@ class Supervisor:
             except OSError:
                 cleaned = False
         for path in (
-            config.state_path,
-            config.state_tmp_path,
-            config.stop_flag_path,
+            config.paths.state_path,
+            config.paths.state_tmp_path,
+            config.paths.stop_flag_path,
             LOCATOR_PATH,
             LOCATOR_TMP_PATH,
         ):
@@ -726,7 +726,7 @@ class Supervisor:
                 self._publish_state()
                 # The seed's stop-signal file, kept as a diagnostic artifact only: workers
                 # learn of the stop from their stop pipe, never by polling this file.
-                files.write_atomic(self._root / config.stop_flag_path, b"stop\n")
+                files.write_atomic(self._root / config.paths.stop_flag_path, b"stop\n")
             except (WorkerError, OSError):
                 pass  # diagnostics only; shutdown must go on regardless
         self._pool.changed()
@@ -735,7 +735,7 @@ class Supervisor:
                 await link.send(Shutdown())
             except WorkerError:
                 self._guardian_lost = True
-        budget = (config.stop_timeout_ms + 2 * config.force_kill_timeout_ms) / 1000
+        budget = (config.budgets.stop_timeout_ms + 2 * config.budgets.force_kill_timeout_ms) / 1000
         with trio.move_on_after(budget + SHUTDOWN_SLACK_S):
             await self._drained.wait()
         clean = self._drained_clean is True and not self._guardian_lost
@@ -796,7 +796,7 @@ class Supervisor:
         if exited and not contained:
             await trio.to_thread.run_sync(
                 _sweep_orphans,
-                self._config.force_kill_timeout_ms / 1000,
+                self._config.budgets.force_kill_timeout_ms / 1000,
                 frozenset({*self._worker_pids.values(), *self._helper_pids}),
             )
 

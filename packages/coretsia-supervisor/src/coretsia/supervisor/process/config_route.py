@@ -45,16 +45,17 @@ _RULES: dict[type[ProcessError], tuple[str, ConfigRule]] = {
 
 def register_from_config(root: Path, config: PoolConfig) -> ProcessManager:
     """A manager holding the file's entries, in file order, then the discovered ones."""
-    manager = ProcessManager(ipc_type=config.ipc_type, msg_queue_key=config.msg_queue_key)
-    added = [str(root if p == "." else root / p) for p in config.app_path]
+    settings = config.processes
+    manager = ProcessManager(ipc_type=settings.ipc_type, msg_queue_key=settings.msg_queue_key)
+    added = [str(root if p == "." else root / p) for p in config.worker.app_path]
     sys.path[0:0] = added
     try:
-        for table in config.processes:
+        for index, table in enumerate(settings.entries):
             if table.enabled:
-                _register(manager, table)
-        if config.process_modules:
+                _register(manager, index, table)
+        if settings.process_modules:
             try:
-                discover(config.process_modules, manager)
+                discover(settings.process_modules, manager)
             except ProcessError as exc:
                 rule = _RULES.get(type(exc), ("", ConfigRule.INVALID_TARGET))[1]
                 raise WorkerConfigError("worker.process_modules", rule) from exc
@@ -64,8 +65,8 @@ def register_from_config(root: Path, config: PoolConfig) -> ProcessManager:
     return manager
 
 
-def _register(manager: ProcessManager, table: ProcessTable) -> None:
-    prefix = f"process[{table.index}]."
+def _register(manager: ProcessManager, index: int, table: ProcessTable) -> None:
+    prefix = f"process[{index}]."
     try:
         target = _resolve(table.target)
         manager.add_batch(table.workers, target, table.enable_async, table.name)
