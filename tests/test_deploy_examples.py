@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from coretsia.supervisor.config import PoolConfig
+from coretsia.supervisor.config import Budgets
 
 DEPLOY = Path(__file__).resolve().parents[1] / "docs" / "deploy"
-DEFAULT = PoolConfig()
+DEFAULT = Budgets()
 BUDGET_S = (DEFAULT.stop_timeout_ms + 2 * DEFAULT.force_kill_timeout_ms) / 1000
 
 

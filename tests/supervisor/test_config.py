@@ -1,4 +1,4 @@
-"""Loading and validating coretsia.toml into PoolConfig.
+"""Loading and validating coretsia.toml into PoolConfig, a tree of records.
 
 Every rule of docs/configuration.md is reached here through a real file on disk (or
 parse_config for the table alone), with the exact dotted key and rule asserted, and no
@@ -18,10 +18,18 @@ import pytest
 
 from coretsia.supervisor.config import (
     CONFIG_FILE,
+    Budgets,
+    ControlSettings,
+    Hooks,
+    Observability,
     PoolConfig,
+    ProcessSettings,
     ProcessTable,
+    RuntimePaths,
     TaskType,
+    TcpSettings,
     TelemetryMode,
+    WorkerSettings,
     load_config,
     parse_config,
 )
@@ -108,24 +116,24 @@ def _assert_no_secret(error: BaseException, secret: str = SECRET) -> None:
 def test_no_file_means_every_default(tmp_path: Path) -> None:
     config = load_config(tmp_path)
     assert config == PoolConfig()
-    assert config.workers == 4
-    assert config.max_requests == 1000
-    assert config.task_type is TaskType.QUEUE
-    assert config.task_source is None
-    assert config.app_path == (".",)
-    assert config.driver is DriverRequest.AUTO
-    assert config.control_transport is TransportRequest.AUTO
-    assert config.tcp_host == "127.0.0.1"
-    assert config.tcp_port == 9327
-    assert config.socket_path == "var/tmp/worker.sock"
-    assert config.state_path == "var/tmp/worker.state.json"
-    assert config.state_tmp_path == "var/tmp/worker.state.json.tmp"
-    assert config.stop_flag_path == "var/tmp/worker.stop"
-    assert config.start_timeout_ms == 10000
-    assert config.stop_timeout_ms == 10000
-    assert config.force_kill_timeout_ms == 1000
-    assert config.debug is False
-    assert config.telemetry is TelemetryMode.OFF
+    assert config.worker.workers == 4
+    assert config.worker.max_requests == 1000
+    assert config.worker.task_type is TaskType.QUEUE
+    assert config.worker.task_source is None
+    assert config.worker.app_path == (".",)
+    assert config.worker.driver is DriverRequest.AUTO
+    assert config.control.transport is TransportRequest.AUTO
+    assert config.tcp.host == "127.0.0.1"
+    assert config.tcp.port == 9327
+    assert config.paths.socket_path == "var/tmp/worker.sock"
+    assert config.paths.state_path == "var/tmp/worker.state.json"
+    assert config.paths.state_tmp_path == "var/tmp/worker.state.json.tmp"
+    assert config.paths.stop_flag_path == "var/tmp/worker.stop"
+    assert config.budgets.start_timeout_ms == 10000
+    assert config.budgets.stop_timeout_ms == 10000
+    assert config.budgets.force_kill_timeout_ms == 1000
+    assert config.observability.debug is False
+    assert config.observability.telemetry is TelemetryMode.OFF
 
 
 @pytest.mark.parametrize("body", ["", "# nothing here\n", "[worker]\n", "[worker.tcp]\n"])
@@ -145,45 +153,45 @@ def test_a_full_valid_file(tmp_path: Path) -> None:
     _write(tmp_path, FULL_FILE)
     config = load_config(tmp_path)
     assert config == PoolConfig(
-        workers=8,
-        max_requests=500,
-        task_type=TaskType.HTTP,
-        task_source="myapp.sources:make_source",
-        app_path=(".", "src", "lib/vendored"),
-        driver=DriverRequest.PROC,
-        control_transport=TransportRequest.TCP,
-        tcp_host="127.0.0.1",
-        tcp_port=19327,
-        socket_path="run/ctl.sock",
-        state_path="run/state.json",
-        stop_flag_path="run/stop",
-        start_timeout_ms=20000,
-        stop_timeout_ms=30000,
-        force_kill_timeout_ms=2000,
-        debug=True,
-        processes=(
-            ProcessTable(
-                index=0, name="mailer", target="myapp.jobs:mail", workers=2, enable_async=False
-            ),
-            ProcessTable(index=1, target="myapp.jobs:Heartbeat", enabled=False),
+        worker=WorkerSettings(
+            workers=8,
+            max_requests=500,
+            task_type=TaskType.HTTP,
+            task_source="myapp.sources:make_source",
+            app_path=(".", "src", "lib/vendored"),
+            driver=DriverRequest.PROC,
         ),
-        process_modules=("myapp.jobs",),
-        ipc_type="unixsock",
-        msg_queue_key=4242,
-        event_loop="trio",
-        respawn_interval_ms=250,
-        restart_intensity=5,
-        restart_period_ms=30000,
-        restart_backoff_max_ms=8000,
-        telemetry=TelemetryMode.OTEL,
+        control=ControlSettings(transport=TransportRequest.TCP),
+        tcp=TcpSettings(host="127.0.0.1", port=19327),
+        paths=RuntimePaths(
+            socket_path="run/ctl.sock", state_path="run/state.json", stop_flag_path="run/stop"
+        ),
+        budgets=Budgets(start_timeout_ms=20000, stop_timeout_ms=30000, force_kill_timeout_ms=2000),
+        observability=Observability(debug=True, telemetry=TelemetryMode.OTEL),
+        processes=ProcessSettings(
+            entries=(
+                ProcessTable(
+                    name="mailer", target="myapp.jobs:mail", workers=2, enable_async=False
+                ),
+                ProcessTable(target="myapp.jobs:Heartbeat", enabled=False),
+            ),
+            process_modules=("myapp.jobs",),
+            ipc_type="unixsock",
+            msg_queue_key=4242,
+            event_loop="trio",
+            respawn_interval_ms=250,
+            restart_intensity=5,
+            restart_period_ms=30000,
+            restart_backoff_max_ms=8000,
+        ),
     )
-    assert config.state_tmp_path == "run/state.json.tmp"
+    assert config.paths.state_tmp_path == "run/state.json.tmp"
 
 
 def test_an_explicit_config_file_relative_to_the_root(tmp_path: Path) -> None:
     _write(tmp_path, "[worker]\nworkers = 1\n")  # the default file is not read
     _write(tmp_path, "[worker]\nworkers = 2\n", "deploy/prod.toml")
-    assert load_config(tmp_path, "deploy/prod.toml").workers == 2
+    assert load_config(tmp_path, "deploy/prod.toml").worker.workers == 2
 
 
 def test_bounds_are_inclusive(tmp_path: Path) -> None:
@@ -194,10 +202,11 @@ def test_bounds_are_inclusive(tmp_path: Path) -> None:
         "[worker.tcp]\nport = 65535\n",
     )
     config = load_config(tmp_path)
-    assert (config.workers, config.max_requests, config.tcp_port) == (1024, 10_000_000, 65535)
-    assert (config.start_timeout_ms, config.stop_timeout_ms) == (3_600_000, 1)
-    assert config.app_path == ()
-    assert parse_config({"workers": 1, "max_requests": 1, "tcp": {"port": 1}}).tcp_port == 1
+    worker, budgets = config.worker, config.budgets
+    assert (worker.workers, worker.max_requests, config.tcp.port) == (1024, 10_000_000, 65535)
+    assert (budgets.start_timeout_ms, budgets.stop_timeout_ms) == (3_600_000, 1)
+    assert worker.app_path == ()
+    assert parse_config({"workers": 1, "max_requests": 1, "tcp": {"port": 1}}).tcp.port == 1
 
 
 @pytest.mark.parametrize(
@@ -211,24 +220,34 @@ def test_bounds_are_inclusive(tmp_path: Path) -> None:
 )
 def test_driver_values_and_the_pcntl_alias(value: str, expected: DriverRequest) -> None:
     config = parse_config({"driver": value})
-    assert config.driver is expected
+    assert config.worker.driver is expected
     assert config.to_generation_dict()["driver"] == expected.value  # "pcntl" never survives
 
 
 @pytest.mark.parametrize("transport", ["auto", "unix", "tcp"])
 def test_control_transports(transport: str) -> None:
     config = parse_config({"control": {"transport": transport}})
-    assert config.control_transport is TransportRequest(transport)
+    assert config.control.transport is TransportRequest(transport)
 
 
 def test_generation_dict_is_plain_json_of_every_field(tmp_path: Path) -> None:
     _write(tmp_path, FULL_FILE)
     config = load_config(tmp_path)
     snapshot = config.to_generation_dict()
-    process_fields = {"processes", "process_modules"}  # the generation carries the snapshot
-    assert list(snapshot) == [
-        f.name for f in attrs.fields(PoolConfig) if f.name not in process_fields
-    ]
+    # The launcher's flat keys; process entries are not here (the generation carries the
+    # manager's snapshot instead).
+    assert set(snapshot) == {
+        "workers", "max_requests", "task_type", "task_source", "source_options",
+        "before_hooks", "after_hooks", "reset_hooks", "app_path", "driver",
+        "control_transport", "tcp_host", "tcp_port", "socket_path", "state_path",
+        "stop_flag_path", "start_timeout_ms", "stop_timeout_ms", "force_kill_timeout_ms",
+        "debug", "ipc_type", "msg_queue_key", "event_loop", "respawn_interval_ms",
+        "restart_intensity", "restart_period_ms", "restart_backoff_max_ms", "metrics_port",
+        "metrics_host", "telemetry",
+    }  # fmt: skip
+    assert snapshot["tcp_port"] == 19327
+    assert snapshot["stop_timeout_ms"] == 30000
+    assert snapshot["restart_backoff_max_ms"] == 8000
     assert snapshot["task_type"] == "http"
     assert snapshot["driver"] == "proc"
     assert snapshot["control_transport"] == "tcp"
@@ -240,18 +259,28 @@ def test_generation_dict_is_plain_json_of_every_field(tmp_path: Path) -> None:
 
 
 def test_the_value_is_frozen_and_validates_when_built_in_code() -> None:
+    """Records built in code obey the value rules with the same keys (types are mypy's)."""
     config = PoolConfig()
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
-        config.workers = 2  # type: ignore[misc]
+        config.worker.workers = 2  # type: ignore[misc]
     with pytest.raises(WorkerConfigError) as info:
-        attrs.evolve(config, tcp_port=0)
+        attrs.evolve(config.tcp, port=0)
     assert (info.value.key, info.value.rule) == ("worker.tcp.port", ConfigRule.OUT_OF_RANGE)
     with pytest.raises(WorkerConfigError) as info:
-        PoolConfig(app_path=["src"])  # type: ignore[arg-type]
-    assert (info.value.key, info.value.rule) == ("worker.app_path", ConfigRule.WRONG_TYPE)
+        WorkerSettings(app_path=("src", "/srv"))
+    assert (info.value.key, info.value.rule) == ("worker.app_path[1]", ConfigRule.UNSAFE_PATH)
     with pytest.raises(WorkerConfigError) as info:
-        PoolConfig(driver="fork")  # type: ignore[arg-type]  # a string, not the member
-    assert (info.value.key, info.value.rule) == ("worker.driver", ConfigRule.NOT_ONE_OF)
+        Hooks(reset=("not a target",))
+    assert (info.value.key, info.value.rule) == ("worker.hooks.reset[0]", ConfigRule.INVALID_TARGET)
+    with pytest.raises(WorkerConfigError) as info:
+        RuntimePaths(stop_flag_path="var/tmp/worker.sock")
+    assert (info.value.key, info.value.rule) == (
+        "worker.stop_flag_path",
+        ConfigRule.OVERLAPPING_PATH,
+    )
+    with pytest.raises(WorkerConfigError) as info:
+        ProcessSettings(entries=(ProcessTable(target="jobs:run"), ProcessTable(target="x")))
+    assert (info.value.key, info.value.rule) == ("process[1].target", ConfigRule.INVALID_TARGET)
 
 
 # --- the file as a whole ---------------------------------------------------------------
@@ -294,7 +323,7 @@ def test_a_dangling_symlink_at_the_default_name_is_not_absent(tmp_path: Path) ->
 def test_a_symlinked_config_is_followed(tmp_path: Path) -> None:
     _write(tmp_path, "[worker]\nworkers = 3\n", "shared/coretsia.toml")
     (tmp_path / CONFIG_FILE).symlink_to(tmp_path / "shared" / CONFIG_FILE)
-    assert load_config(tmp_path).workers == 3
+    assert load_config(tmp_path).worker.workers == 3
 
 
 def test_a_symlink_loop_is_unreadable(tmp_path: Path) -> None:
@@ -408,7 +437,7 @@ def test_no_task_workers_needs_a_process_entry(tmp_path: Path) -> None:
         generation_spec(tmp_path, config)
     assert (info.value.key, info.value.rule) == ("worker.workers", ConfigRule.OUT_OF_RANGE)
     _write(tmp_path, "[worker]\nworkers = 0\nprocess_modules = ['jobs']\n")
-    assert load_config(tmp_path).process_modules == ("jobs",)
+    assert load_config(tmp_path).processes.process_modules == ("jobs",)
 
 
 @pytest.mark.parametrize("body", ["worker = 4\n", "worker = [1]\n", "worker = 'queue'\n"])
@@ -590,7 +619,8 @@ def test_skeleton_is_refused_only_as_a_directory() -> None:
     """The skeleton/ rule is about a directory of that name, like the .. rule: a file
     named skeleton or a directory that merely starts with the word is fine."""
     config = parse_config({"socket_path": "var/skeletons/sock", "stop_flag_path": "skeleton"})
-    assert (config.socket_path, config.stop_flag_path) == ("var/skeletons/sock", "skeleton")
+    paths = config.paths
+    assert (paths.socket_path, paths.stop_flag_path) == ("var/skeletons/sock", "skeleton")
 
 
 def test_neighbouring_paths_do_not_overlap() -> None:
@@ -602,8 +632,8 @@ def test_neighbouring_paths_do_not_overlap() -> None:
             "stop_flag_path": "var/tmp/worker.sock.tmp.x",
         }
     )
-    assert config.state_tmp_path == "var/tmp/worker.sock.tmp"
-    assert parse_config({"socket_path": "var/tmp/worker.lock.d/ctl.sock"}).socket_path
+    assert config.paths.state_tmp_path == "var/tmp/worker.sock.tmp"
+    assert parse_config({"socket_path": "var/tmp/worker.lock.d/ctl.sock"}).paths.socket_path
 
 
 def test_the_first_broken_rule_wins_in_a_stable_order(tmp_path: Path) -> None:
@@ -611,6 +641,97 @@ def test_the_first_broken_rule_wins_in_a_stable_order(tmp_path: Path) -> None:
     assert error.key == "worker.zzz"  # unknown keys first, in file order
     error = _config_error(tmp_path, "[worker]\ndebug = 1\nworkers = -1\n")
     assert error.key == "worker.workers"  # then field order, not file order
+
+
+class TestConverterStrictness:
+    """The cattrs converter: nothing coerced, no unknown key, in every table."""
+
+    @pytest.mark.parametrize(
+        ("body", "key"),
+        [
+            ("[worker]\nworkers = true", "worker.workers"),
+            ("[worker]\nworkers = 4.0", "worker.workers"),
+            ("[worker]\ntask_source = true", "worker.task_source"),
+            ("[worker]\napp_path = 'src'", "worker.app_path"),  # never split into characters
+            ("[worker]\ndriver = false", "worker.driver"),
+            ("[worker]\nsource_options = 1", "worker.source_options"),
+            ("[worker.source_options]\nsize = 1.5", "worker.source_options.size"),
+            ("[worker.hooks]\nbefore = [true]", "worker.hooks.before[0]"),
+            ("[worker]\nhooks = ['a:b']", "worker.hooks"),
+            ("[worker.control]\ntransport = 1", "worker.control.transport"),
+            ("[worker.tcp]\nport = true", "worker.tcp.port"),
+            ("[worker.tcp]\nhost = true", "worker.tcp.host"),
+            ("[worker]\nsocket_path = false", "worker.socket_path"),
+            ("[worker]\nstop_timeout_ms = true", "worker.stop_timeout_ms"),
+            ("[worker]\ndebug = 0", "worker.debug"),
+            ("[worker]\nmetrics_port = false", "worker.metrics_port"),
+            ("[worker]\nmetrics_host = 2130706433", "worker.metrics_host"),
+            ("[worker]\nmsg_queue_key = true", "worker.msg_queue_key"),
+            ("[worker]\nevent_loop = ['trio']", "worker.event_loop"),
+            ("[worker]\nprocess_modules = 'jobs'", "worker.process_modules"),
+            ("[worker]\nrestart_intensity = 1.0", "worker.restart_intensity"),
+            ("[[process]]\ntarget = 'jobs:run'\nworkers = true", "process[0].workers"),
+            ("[[process]]\ntarget = 'jobs:run'\nenable_async = 0", "process[0].enable_async"),
+            ("[[process]]\ntarget = 'jobs:run'\nname = 1", "process[0].name"),
+            ("[[process]]\ntarget = ['jobs:run']", "process[0].target"),
+        ],
+    )
+    def test_a_wrong_type_in_each_table(self, tmp_path: Path, body: str, key: str) -> None:
+        """A boolean is not an integer, an integer not a boolean, a string not an array."""
+        error = _config_error(tmp_path, body + "\n")
+        assert (error.key, error.rule) == (key, ConfigRule.WRONG_TYPE)
+
+    @pytest.mark.parametrize(
+        ("body", "key"),
+        [
+            ("[worker]\npaths = {}", "worker.paths"),  # the records' groups are not keys
+            ("[worker]\nbudgets = 1", "worker.budgets"),
+            ("[worker]\nentries = []", "worker.entries"),
+            ("[worker]\nworker = {}", "worker.worker"),
+            ("[worker.hooks]\nbefore = []\nduring = []", "worker.hooks.during"),
+            ("[worker.tcp]\nport = 1\n[worker.tcp.extra]", "worker.tcp.extra"),
+            ("[[process]]\ntarget = 'jobs:run'\nindex = 0", "process[0].index"),
+            ("entries = []", "entries"),
+        ],
+    )
+    def test_an_unknown_key_in_each_table(self, tmp_path: Path, body: str, key: str) -> None:
+        error = _config_error(tmp_path, body + "\n")
+        assert (error.key, error.rule) == (key, ConfigRule.UNKNOWN_KEY)
+
+    def test_the_shape_comes_before_values(self, tmp_path: Path) -> None:
+        """Unknown keys and tables that are not tables, anywhere, before any value."""
+        error = _config_error(tmp_path, "[worker]\nworkers = '4'\n[worker.tcp]\nbind = 1\n")
+        assert (error.key, error.rule) == ("worker.tcp.bind", ConfigRule.UNKNOWN_KEY)
+        error = _config_error(tmp_path, "[worker]\nworkers = -1\ncontrol = 'unix'\n")
+        assert (error.key, error.rule) == ("worker.control", ConfigRule.WRONG_TYPE)
+        body = "[worker]\nworkers = -1\n[[process]]\ntarget = 'a:b'\n[[process]]\nx = 1\n"
+        error = _config_error(tmp_path, body)
+        assert (error.key, error.rule) == ("process[1].x", ConfigRule.UNKNOWN_KEY)
+
+    def test_a_group_reports_its_types_before_its_values(self, tmp_path: Path) -> None:
+        error = _config_error(tmp_path, "[worker.tcp]\nhost = 'localhost'\nport = '1'\n")
+        assert (error.key, error.rule) == ("worker.tcp.port", ConfigRule.WRONG_TYPE)
+
+    def test_groups_follow_the_tree(self, tmp_path: Path) -> None:
+        """The pool's keys, then the subtables, paths, budgets, observability, processes."""
+        body = "[worker]\nmsg_queue_key = -1\nmetrics_port = -1\nstop_timeout_ms = 0\n"
+        assert _config_error(tmp_path, body).key == "worker.stop_timeout_ms"
+        body = "[worker]\nmsg_queue_key = -1\nmetrics_port = -1\n"
+        assert _config_error(tmp_path, body).key == "worker.metrics_port"
+        body = "[worker]\nstop_timeout_ms = 0\n[worker.tcp]\nport = 0\n"
+        assert _config_error(tmp_path, body).key == "worker.tcp.port"
+
+    def test_a_required_process_target_is_reported_with_other_errors(self, tmp_path: Path) -> None:
+        error = _config_error(tmp_path, "[[process]]\nname = 'a'\nworkers = 'x'\n")
+        assert (error.key, error.rule) == ("process[0].target", ConfigRule.WRONG_TYPE)
+
+    def test_no_error_chains_to_what_cattrs_saw(self, tmp_path: Path) -> None:
+        """The error is raised afresh: no cattrs group, note or hook frame holding a value."""
+        error = _config_error(tmp_path, f"[worker.tcp]\nport = '{SECRET}'\n")
+        assert error.__cause__ is None
+        assert error.__context__ is None
+        assert not getattr(error, "__notes__", None)
+        _assert_no_secret(error)
 
 
 def test_an_unprintable_unknown_key_is_masked(tmp_path: Path) -> None:
@@ -633,7 +754,7 @@ def test_an_invalid_task_type_is_a_lifecycle_failure(tmp_path: Path, value: str)
 
 @pytest.mark.parametrize("value", ["queue", "http"])
 def test_valid_task_types(value: str) -> None:
-    assert parse_config({"task_type": value}).task_type is TaskType(value)
+    assert parse_config({"task_type": value}).worker.task_type is TaskType(value)
 
 
 def test_a_config_error_is_reported_before_an_invalid_task_type() -> None:

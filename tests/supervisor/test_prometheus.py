@@ -131,8 +131,8 @@ def test_settings_are_validated(tmp_path: Path, line: str, rule: ConfigRule) -> 
 def test_any_ip_address_may_be_configured(tmp_path: Path) -> None:
     for host in ("0.0.0.0", "10.1.2.3", "::1"):
         (tmp_path / "coretsia.toml").write_text(f'[worker]\nmetrics_host = "{host}"\n')
-        assert load_config(tmp_path).metrics_host == host
-    assert load_config(tmp_path / "missing").metrics_port == 0  # off by default
+        assert load_config(tmp_path).observability.metrics_host == host
+    assert load_config(tmp_path / "missing").observability.metrics_port == 0  # off by default
 
 
 class _Recorder:

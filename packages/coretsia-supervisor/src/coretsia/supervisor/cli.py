@@ -143,8 +143,8 @@ def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> None:
     from coretsia.supervisor.task_sources import generation_spec
 
     config = load_config(root, args.config)
-    resolve_driver(config.driver)  # the seed's order: an unavailable driver before discovery
-    resolve_transport(config.control_transport)
+    resolve_driver(config.worker.driver)  # the seed's order: an unavailable driver before discovery
+    resolve_transport(config.control.transport)
     spec = generation_spec(root, config)  # discovery happens here, once, never in a worker
 
     from coretsia.supervisor.runner import run_supervisor

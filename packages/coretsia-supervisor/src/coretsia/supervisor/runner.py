@@ -43,8 +43,8 @@ def run_supervisor(
     ``attach`` is called from inside the run, before anything starts, with the
     supervisor and the run's token: how another thread can reach it later.
     """
-    driver = resolve_driver(config.driver)
-    transport = resolve_transport(config.control_transport)
+    driver = resolve_driver(config.worker.driver)
+    transport = resolve_transport(config.control.transport)
     require_ipc(spec)  # like the driver: refused before anything is started
     metrics = _metrics_endpoint(config)
     runtime_dirs(root, config, transport)  # refused before anything is written outside
@@ -68,7 +68,7 @@ def run_supervisor(
         umask,
         os.environ,
         log_json=log_json,
-        telemetry=_telemetry(config.telemetry.value, metrics),
+        telemetry=_telemetry(config.observability.telemetry.value, metrics),
         metrics=metrics,
     )
 
@@ -82,12 +82,13 @@ def run_supervisor(
 
 def _metrics_endpoint(config: PoolConfig) -> MetricsEndpoint | None:
     """The Prometheus endpoint when ``metrics_port`` is set (refused without the client)."""
-    if config.metrics_port == 0:
+    observability = config.observability
+    if observability.metrics_port == 0:
         return None
     from coretsia.supervisor.prometheus import MetricsEndpoint, require_prometheus
 
     require_prometheus()
-    return MetricsEndpoint(config.metrics_host, config.metrics_port)
+    return MetricsEndpoint(observability.metrics_host, observability.metrics_port)
 
 
 def _telemetry(mode: str, metrics: MetricsEndpoint | None) -> Telemetry:

@@ -15,10 +15,11 @@ from pathlib import Path
 import attrs
 
 from coretsia.supervisor import files
-from coretsia.supervisor.config import PoolConfig, check_path_claims, config_error
+from coretsia.supervisor.config import PoolConfig
+from coretsia.supervisor.config.rules import check_path_claims
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.endpoint import endpoint_hash
-from coretsia.worker_protocol.exceptions import WorkerLifecycleFailedError
+from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerLifecycleFailedError
 from coretsia.worker_protocol.lifecycle import (
     CANONICAL_PATHS,
     ENDPOINT_KEY_PATH,
@@ -64,15 +65,14 @@ def runtime_dirs(root: Path, config: PoolConfig, transport: Transport) -> list[P
             raise WorkerLifecycleFailedError(Reason.INVALID_STATE)
         dirs.append(path)
     claims = []
-    for field, relative in config.claimed_paths:
-        if field == "socket_path" and transport is not Transport.UNIX:
-            continue  # no socket: its path is not the pool's to use
+    # No socket without the unix transport: its path is not the pool's to use.
+    for key, relative in config.paths.claims(socket=transport is Transport.UNIX):
         directory = resolved(os.path.dirname(relative))
         if directory != real_root and not inside(directory):
-            raise config_error(field, ConfigRule.UNSAFE_PATH)
+            raise WorkerConfigError(key, ConfigRule.UNSAFE_PATH)
         dirs.append(directory)
         real = os.path.join(directory, os.path.basename(relative))
-        claims.append((field, os.path.relpath(real, real_root)))
+        claims.append((key, os.path.relpath(real, real_root)))
     # Symlinks inside the root may make two different texts name one file (a state file
     # written over the generation fence): the load-time rules again, on real paths.
     canonical = (os.path.relpath(resolved(path), real_root) for path in CANONICAL_PATHS)
@@ -114,9 +114,9 @@ class RuntimeFiles:
         except OSError as exc:  # a directory at its path, a full disk
             raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
         if self.transport is Transport.UNIX:
-            address = self.config.socket_path
+            address = self.config.paths.socket_path
         else:
-            address = f"127.0.0.1:{self.config.tcp_port}"
+            address = f"127.0.0.1:{self.config.tcp.port}"
         return endpoint_hash(key, self.transport, address)
 
     def publish_locator(self, credential: str) -> None:
@@ -126,11 +126,11 @@ class RuntimeFiles:
         locator = Locator(
             transport=self.transport,
             credential=credential,
-            stop_timeout_ms=config.stop_timeout_ms,
-            force_kill_timeout_ms=config.force_kill_timeout_ms,
-            path=config.socket_path if unix else None,
+            stop_timeout_ms=config.budgets.stop_timeout_ms,
+            force_kill_timeout_ms=config.budgets.force_kill_timeout_ms,
+            path=config.paths.socket_path if unix else None,
             host=None if unix else "127.0.0.1",
-            port=None if unix else config.tcp_port,
+            port=None if unix else config.tcp.port,
         )
         try:
             files.write_atomic(
@@ -144,22 +144,23 @@ class RuntimeFiles:
         if pool.status is PoolStatus.STOPPING and not self.state_published:
             return False
         config = self.config
+        paths = config.paths
         state = PoolState(
             pid=pool.pid,
             status=pool.status,
             worker_count=len(pool.slots),
             ready_worker_count=pool.ready_count,
-            driver_requested=config.driver,
+            driver_requested=config.worker.driver,
             driver=pool.driver,
-            control_transport_requested=config.control_transport,
+            control_transport_requested=config.control.transport,
             control_transport=pool.transport,
             endpoint_hash=pool.endpoint_hash,
         )
         try:
             files.write_atomic(
-                self.root / config.state_path,
+                self.root / paths.state_path,
                 encode_state(state),
-                self.root / config.state_tmp_path,
+                self.root / paths.state_tmp_path,
             )
         except OSError as exc:
             raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
@@ -169,7 +170,7 @@ class RuntimeFiles:
     def write_stop_flag(self) -> None:
         """The seed's stop-signal file, a diagnostic artifact only: workers learn of the
         stop from their stop pipe, never by polling this file."""
-        files.write_atomic(self.root / self.config.stop_flag_path, b"stop\n")
+        files.write_atomic(self.root / self.config.paths.stop_flag_path, b"stop\n")
 
     def remove_all(self) -> bool:
         """Remove state, stop flag and locator; False if one resisted (each is tried)."""
@@ -183,11 +184,11 @@ class RuntimeFiles:
         return cleaned
 
     def _removable(self) -> tuple[str, ...]:
-        config = self.config
+        paths = self.config.paths
         return (
             LOCATOR_PATH,
             LOCATOR_TMP_PATH,
-            config.state_path,
-            config.state_tmp_path,
-            config.stop_flag_path,
+            paths.state_path,
+            paths.state_tmp_path,
+            paths.stop_flag_path,
         )

@@ -125,13 +125,14 @@ class Slots:
     ) -> None:
         self._pool = pool
         self._link = link
+        processes = config.processes
         self._respawn = RespawnPolicy(
-            config.respawn_interval_ms / 1000,
-            config.restart_intensity,
-            config.restart_period_ms / 1000,
-            config.restart_backoff_max_ms / 1000,
+            processes.respawn_interval_ms / 1000,
+            processes.restart_intensity,
+            processes.restart_period_ms / 1000,
+            processes.restart_backoff_max_ms / 1000,
         )
-        self._start_timeout_s = config.start_timeout_ms / 1000
+        self._start_timeout_s = config.budgets.start_timeout_ms / 1000
         self._artifact_root = artifact_root
         self._on_ready = on_ready
         self._turns = RetireTurns()

@@ -178,7 +178,7 @@ class Supervisor:
         slots = await self._open(life)
         for slot in pool.slots:
             await life.start(slots.keep, slot)
-        with trio.move_on_after(config.start_timeout_ms / 1000):
+        with trio.move_on_after(config.budgets.start_timeout_ms / 1000):
             await pool.started.wait()
         if not pool.started.is_set():
             raise WorkerStartFailedError(Reason.READINESS_TIMEOUT)
@@ -204,8 +204,8 @@ class Supervisor:
         hello = Hello(
             peer_version=__version__,
             driver=self._pool.driver,
-            stop_timeout_ms=config.stop_timeout_ms,
-            force_kill_timeout_ms=config.force_kill_timeout_ms,
+            stop_timeout_ms=config.budgets.stop_timeout_ms,
+            force_kill_timeout_ms=config.budgets.force_kill_timeout_ms,
             umask=self._umask,
             log_json=self._log_json,
         )
@@ -223,9 +223,9 @@ class Supervisor:
             self._files.remove_stale()
             self._pool.endpoint_hash = self._files.endpoint_hash()
             if self._pool.transport is Transport.UNIX:
-                self._server = await ControlServer.open_unix(self._root / config.socket_path)
+                self._server = await ControlServer.open_unix(self._root / config.paths.socket_path)
             else:
-                self._server = await ControlServer.open_tcp(config.tcp_port)
+                self._server = await ControlServer.open_tcp(config.tcp.port)
             life.start_soon(self._server.serve, self._credential, self, self._telemetry)
             if self._metrics is not None:
                 self._metrics.open(self._pool)  # under the lock, like the control server
@@ -322,8 +322,8 @@ class Supervisor:
                 await link.send(Shutdown())
             except WorkerError:
                 guardian.lost = True
-        config = self._config
-        budget = (config.stop_timeout_ms + 2 * config.force_kill_timeout_ms) / 1000
+        budgets = self._config.budgets
+        budget = (budgets.stop_timeout_ms + 2 * budgets.force_kill_timeout_ms) / 1000
         with trio.move_on_after(budget + SHUTDOWN_SLACK_S):
             await guardian.drained.wait()
         clean = guardian.clean is True and not guardian.lost
@@ -402,7 +402,7 @@ class Supervisor:
         if exited and not self._guardian.contained:
             await trio.to_thread.run_sync(
                 sweep_orphans,
-                self._config.force_kill_timeout_ms / 1000,
+                self._config.budgets.force_kill_timeout_ms / 1000,
                 self._guardian.known_pids,
             )
 

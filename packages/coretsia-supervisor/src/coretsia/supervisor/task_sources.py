@@ -64,11 +64,11 @@ def resolve_task_source(config: PoolConfig) -> str:
 
     An installed source's options are checked on the way (:func:`check_source_options`).
     """
-    selected = config.task_source
+    selected = config.worker.task_source
     if selected is not None and ":" in selected:
         return selected  # the application's own factory, imported by the workers only
-    entry = _installed_source(config.task_type.value, selected)
-    check_source_options(_load(entry), config.options)
+    entry = _installed_source(config.worker.task_type.value, selected)
+    check_source_options(_load(entry), config.source_options.as_dict())
     return entry.value
 
 
@@ -110,7 +110,7 @@ def check_source_options(factory: object, options: Mapping[str, object]) -> None
 
 def resolve_hooks(config: PoolConfig) -> dict[str, list[str]]:
     """Every hook target by kind: the configured ones, then contributed ones by name."""
-    hooks = {kind: list(getattr(config, f"{kind}_hooks")) for kind in HOOK_KINDS}
+    hooks = {kind: list(getattr(config.hooks, kind)) for kind in HOOK_KINDS}
     for entry in sorted(entry_points(group=HOOK_GROUP), key=lambda e: e.name):
         hook = _load(entry, Reason.START_FAILED)
         kind = getattr(hook, "kind", None)
@@ -128,21 +128,22 @@ def generation_spec(root: Path, config: PoolConfig) -> dict[str, object]:
     rules, and its snapshot is frozen as ``processes``.
     """
     spec = config.to_generation_dict()
-    if config.workers:
+    workers = config.worker.workers
+    if workers:
         spec["task_source"] = resolve_task_source(config)
         for kind, targets in resolve_hooks(config).items():
             spec[f"{kind}_hooks"] = targets
     spec["processes"] = None
     spec["process_main"] = None
     entries = 0
-    if config.processes or config.process_modules:
+    if config.processes.entries or config.processes.process_modules:
         from coretsia.supervisor.process.config_route import register_from_config
         from coretsia.supervisor.process.snapshot import snapshot
 
         registry = register_from_config(root, config)
         entries = len(registry.entries())
         spec["processes"] = snapshot(registry)
-    if not 0 < config.workers + entries <= MAX_WORKERS:
+    if not 0 < workers + entries <= MAX_WORKERS:
         # A pool needs a slot (workers = 0 is for a pool of enabled entries alone), and
         # task workers and entries together are at most 1,024: what state and status carry.
         raise WorkerConfigError("worker.workers", ConfigRule.OUT_OF_RANGE)

@@ -46,16 +46,17 @@ _RULES: dict[type[ProcessError], tuple[str, ConfigRule]] = {
 
 def register_from_config(root: Path, config: PoolConfig) -> Registry:
     """A registry holding the file's entries, in file order, then the discovered ones."""
-    registry = Registry(config.ipc_type, config.msg_queue_key)
-    added = [str(root if p == "." else root / p) for p in config.app_path]
+    settings = config.processes
+    registry = Registry(settings.ipc_type, settings.msg_queue_key)
+    added = [str(root if p == "." else root / p) for p in config.worker.app_path]
     sys.path[0:0] = added
     try:
-        for table in config.processes:
+        for index, table in enumerate(settings.entries):
             if table.enabled:
-                _register(registry, table)
-        if config.process_modules:
+                _register(registry, index, table)
+        if settings.process_modules:
             try:
-                discover(config.process_modules, registry)
+                discover(settings.process_modules, registry)
             except ProcessError as exc:
                 rule = _RULES.get(type(exc), ("", ConfigRule.INVALID_TARGET))[1]
                 raise WorkerConfigError("worker.process_modules", rule) from exc
@@ -65,8 +66,8 @@ def register_from_config(root: Path, config: PoolConfig) -> Registry:
     return registry
 
 
-def _register(registry: Registry, table: ProcessTable) -> None:
-    prefix = f"process[{table.index}]."
+def _register(registry: Registry, index: int, table: ProcessTable) -> None:
+    prefix = f"process[{index}]."
     try:
         registry.add(table.workers, _resolve(table.target), table.enable_async, table.name)
     except ProcessError as exc:
