@@ -31,10 +31,14 @@ from __future__ import annotations
 # probe paths; type checkers honour a module-level TYPE_CHECKING all the same.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import sys
     from collections.abc import Callable, Iterable
     from typing import Any, ClassVar, TypeVar
 
-    from typing_extensions import dataclass_transform
+    if sys.version_info >= (3, 11):
+        from typing import dataclass_transform
+    else:  # declared for Python 3.10 only, and only type checkers import it
+        from typing_extensions import dataclass_transform
 
     _C = TypeVar("_C")
     _R = TypeVar("_R", bound="Frozen")
