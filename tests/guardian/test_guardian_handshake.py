@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from lock_holder import HoldLock
 from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, quick_and_slow_workers, signals_sent, site_env
 
 from coretsia.guardian._version import __version__
@@ -122,7 +123,7 @@ class TestHandshake:
         assert guardian.finish() == (1, b"", b"")
         assert not (root / "var/tmp/worker.lock").exists()
 
-    def test_lock_already_held_is_refused(self, root: Path, hold_lock) -> None:  # type: ignore[no-untyped-def]
+    def test_lock_already_held_is_refused(self, root: Path, hold_lock: HoldLock) -> None:
         """A second guardian for the same root is refused: already running."""
         hold_lock(str(root / "var/tmp/worker.lock"))
         guardian = Guardian(root)

@@ -18,7 +18,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from pools import assert_none_left, cli, wait_for, write_root
+from pools import Supervisors, assert_none_left, cli, wait_for, write_root
 
 from coretsia.sources.sqlite_queue import SqliteQueue
 
@@ -80,7 +80,9 @@ def recycled_boot_times(logs: list[dict[str, object]]) -> list[float]:
 
 
 class TestLoad:
-    def test_recycling_holds_its_bound_under_load(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_recycling_holds_its_bound_under_load(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """3,000 tasks, 4 workers, max_requests 50: at most 51 attempts per process."""
         max_requests, workers, total = 50, 4, 3000
         queue = load_root(root, workers=workers, max_requests=max_requests)
@@ -109,7 +111,7 @@ class TestLoad:
         assert max(boots) <= RECYCLED_BOOT_LIMIT_S, sorted(boots)[-5:]
         queue.close()
 
-    def test_io_bound_tasks_use_every_worker(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_io_bound_tasks_use_every_worker(self, root: Path, supervisors: Supervisors) -> None:
         """200 tasks of 50 ms on 4 workers: within 1/0.75 of the ideal parallel time."""
         workers, total, task_s = 4, 200, 0.05
         queue = load_root(root, workers=workers, max_requests=1000)
@@ -131,8 +133,8 @@ class TestLoad:
         queue.close()
 
     def test_workers_boot_while_another_process_holds_the_writer_lock(
-        self, root: Path, supervisors
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """Booting a worker takes no writer lock: a pool starts beside a long write."""
         queue = load_root(root, workers=4)
         queue.enqueue(["task-0"])
@@ -175,7 +177,7 @@ def handle(payload):
 """
 
 
-def test_two_roots_share_one_database(supervisors) -> None:  # type: ignore[no-untyped-def]
+def test_two_roots_share_one_database(supervisors: Supervisors) -> None:
     """Pool B boots while pool A holds a live lease: it is never taken, neither pool fails."""
     with tempfile.TemporaryDirectory(prefix="cw-", dir="/tmp") as tmp:
         shared = Path(tmp)

@@ -347,6 +347,23 @@ class Supervisor:
         return host
 
 
+class Supervisors:
+    """The supervisors a test started (call it like :class:`Supervisor`); :meth:`close`
+    stops each at teardown."""
+
+    def __init__(self) -> None:
+        self.started: list[Supervisor] = []
+
+    def __call__(self, root: Path, *extra: str, env: dict[str, str] | None = None) -> Supervisor:
+        supervisor = Supervisor(root, *extra, env=env)
+        self.started.append(supervisor)
+        return supervisor
+
+    def close(self) -> None:
+        for supervisor in self.started:
+            supervisor.close()
+
+
 def cli(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """Run a client command (status, health, stop) to completion."""
     return subprocess.run(
@@ -396,6 +413,7 @@ def assert_none_left(root: Path, timeout: float = 10) -> None:
             proc.kill()
         except psutil.NoSuchProcess:
             continue
+    psutil.wait_procs(left, timeout=10)
     assert not left, f"processes left behind: {[p.pid for p in left]}"
 
 
