@@ -95,9 +95,10 @@ def hello(
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    (tmp_path / "var/tmp").mkdir(parents=True)
-    return tmp_path
+def root(short_root: Path) -> Path:
+    """A short root with the runtime directory, where the guardian takes the lock."""
+    (short_root / "var/tmp").mkdir(parents=True)
+    return short_root
 
 
 class TestHandshake:

@@ -8,12 +8,11 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from pools import Supervisor, assert_none_left, lock_held, write_root
+from pools import Supervisor, lock_held, write_root
 from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, quick_and_slow_workers, signals_sent, site_env
 
 from coretsia.proc_host._version import __version__
@@ -221,13 +220,9 @@ if "coretsia.proc_host" in sys.orig_argv:
 
 
 @pytest.fixture
-def pool_root() -> Iterator[Path]:
-    """A project root with a short path (its control socket lives in it)."""
-    with tempfile.TemporaryDirectory(prefix="cw-", dir="/tmp") as tmp:
-        path = Path(tmp).resolve()
-        write_root(path, driver="proc")
-        yield path
-        assert_none_left(path)
+def pool_root(short_root: Path) -> Path:
+    """A pool root of the proc driver."""
+    return write_root(short_root, driver="proc")
 
 
 @pytest.mark.parametrize("answer", ["refuses", "welcomes"])

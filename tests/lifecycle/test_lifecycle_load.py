@@ -14,7 +14,6 @@ import datetime
 import math
 import os
 import sqlite3
-import tempfile
 import textwrap
 from pathlib import Path
 
@@ -177,44 +176,43 @@ def handle(payload):
 """
 
 
-def test_two_roots_share_one_database(supervisors: Supervisors) -> None:
+def test_two_roots_share_one_database(supervisors: Supervisors, short_root: Path) -> None:
     """Pool B boots while pool A holds a live lease: it is never taken, neither pool fails."""
-    with tempfile.TemporaryDirectory(prefix="cw-", dir="/tmp") as tmp:
-        shared = Path(tmp)
-        database, gate = shared / "queue.sqlite3", shared / "gate.fifo"
-        os.mkfifo(gate)
-        roots = [shared / "a", shared / "b"]
-        logs = [shared / "a.log", shared / "b.log"]
-        options = {"handler": "shared_app:handle", "database": str(database)}
+    shared = short_root
+    database, gate = shared / "queue.sqlite3", shared / "gate.fifo"
+    os.mkfifo(gate)
+    roots = [shared / "a", shared / "b"]
+    logs = [shared / "a.log", shared / "b.log"]
+    options = {"handler": "shared_app:handle", "database": str(database)}
+    for pool_root in roots:
+        pool_root.mkdir()
+        write_root(pool_root, task_source="sqlite", workers=2, source_options=options)
+        (pool_root / "shared_app.py").write_text(textwrap.dedent(SHARED_HANDLER))
+    total = 400
+    queue = SqliteQueue(database)
+    queue.enqueue(["gate"] + [f"task-{n}" for n in range(total - 1)])
+    try:
+        env = {**os.environ, "LOAD_GATE": str(gate)}
+        first = supervisors(roots[0], env={**env, "LOAD_LOG": str(logs[0])})
+        first.wait_running()
+        wait_for(lambda: logs[0].exists() and b"gate-taken" in logs[0].read_bytes())
+        second = supervisors(roots[1], env={**env, "LOAD_LOG": str(logs[1])})
+        second.wait_running()  # its workers booted and recovered what was dead
+        wait_for(lambda: queue.stats()["pending"] == 0, timeout=120)
+        assert queue.stats()["in_flight"] >= 1  # A's gate lease was left alone
+        os.close(os.open(gate, os.O_WRONLY))  # let the gate task finish
+        wait_for(lambda: queue.stats()["done"] == total, timeout=60)
+        for pool_root, supervisor in zip(roots, (first, second), strict=True):
+            assert cli(pool_root, "stop").returncode == 0
+            assert supervisor.finish() == 0
+    finally:
         for pool_root in roots:
-            pool_root.mkdir()
-            write_root(pool_root, task_source="sqlite", workers=2, source_options=options)
-            (pool_root / "shared_app.py").write_text(textwrap.dedent(SHARED_HANDLER))
-        total = 400
-        queue = SqliteQueue(database)
-        queue.enqueue(["gate"] + [f"task-{n}" for n in range(total - 1)])
-        try:
-            env = {**os.environ, "LOAD_GATE": str(gate)}
-            first = supervisors(roots[0], env={**env, "LOAD_LOG": str(logs[0])})
-            first.wait_running()
-            wait_for(lambda: logs[0].exists() and b"gate-taken" in logs[0].read_bytes())
-            second = supervisors(roots[1], env={**env, "LOAD_LOG": str(logs[1])})
-            second.wait_running()  # its workers booted and recovered what was dead
-            wait_for(lambda: queue.stats()["pending"] == 0, timeout=120)
-            assert queue.stats()["in_flight"] >= 1  # A's gate lease was left alone
-            os.close(os.open(gate, os.O_WRONLY))  # let the gate task finish
-            wait_for(lambda: queue.stats()["done"] == total, timeout=60)
-            for pool_root, supervisor in zip(roots, (first, second), strict=True):
-                assert cli(pool_root, "stop").returncode == 0
-                assert supervisor.finish() == 0
-        finally:
-            for pool_root in roots:
-                assert_none_left(pool_root)
-        assert queue.stats() == {"pending": 0, "in_flight": 0, "done": total, "failed": 0}
-        runs = [[line.split()[0] for line in log.read_text().splitlines()] for log in logs]
-        ran = [[p for p in pool if p != "gate-taken"] for pool in runs]
-        assert all(ran), [len(pool) for pool in ran]  # both pools served
-        everything = ran[0] + ran[1]
-        assert len(everything) == len(set(everything)) == total  # each message ran once
-        assert "gate" in ran[0]
-        queue.close()
+            assert_none_left(pool_root)
+    assert queue.stats() == {"pending": 0, "in_flight": 0, "done": total, "failed": 0}
+    runs = [[line.split()[0] for line in log.read_text().splitlines()] for log in logs]
+    ran = [[p for p in pool if p != "gate-taken"] for pool in runs]
+    assert all(ran), [len(pool) for pool in ran]  # both pools served
+    everything = ran[0] + ran[1]
+    assert len(everything) == len(set(everything)) == total  # each message ran once
+    assert "gate" in ran[0]
+    queue.close()

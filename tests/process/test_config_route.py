@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
 import pools
@@ -109,14 +108,6 @@ class Quiet(Typed):
 class Never(Typed):
     pass
 """
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Iterator[Path]:
-    root = tmp_path / "root"
-    root.mkdir()
-    yield root
-    pools.assert_none_left(root)
 
 
 def write(root: Path, worker: dict[str, object], tables: str) -> None:
