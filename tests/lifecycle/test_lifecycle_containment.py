@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -43,7 +44,7 @@ RUNTIME_FILES = (LOCATOR_PATH, "var/tmp/worker.sock", STATE_PATH)
 """What the supervisor itself must remove, whatever killed its generation."""
 
 
-def _configure(root: Path, **worker: object) -> None:
+def _configure(root: Path, **worker: Any) -> None:
     write_root(root, stop_timeout_ms=STOP_MS, force_kill_timeout_ms=FORCE_KILL_MS, **worker)
 
 

@@ -40,7 +40,7 @@ def _request(command: str, credential: str) -> bytes:
 def _answers(sock: socket.socket, count: int | None = None) -> list[tuple[str, str | None]]:
     """The next ``count`` answer lines (all of them, up to the close, if None), each as
     its type and phase. Unbuffered: nothing beyond those lines is taken off the socket."""
-    answers = []
+    answers: list[tuple[str, str | None]] = []
     with sock.makefile("rb", buffering=0) as stream:
         while count is None or len(answers) < count:
             line = stream.readline()

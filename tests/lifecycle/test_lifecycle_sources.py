@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixture_dist import coretsia_imports, install, wheel
@@ -304,7 +305,7 @@ def http_root(root: Path, task_source: str | None = None) -> None:
     )
 
 
-def app_root(root: Path, **worker: object) -> None:
+def app_root(root: Path, **worker: Any) -> None:
     """A pool running one of the application's own factories (``sources_app``)."""
     write_root(root, **worker)
     (root / "sources_app.py").write_text(APP)

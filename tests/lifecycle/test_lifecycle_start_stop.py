@@ -8,6 +8,7 @@ import signal
 import stat
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -213,7 +214,8 @@ class TestRuntimePaths:
         plainly, before anything is written."""
         (root / "var/tmp").mkdir(parents=True)
         (root / "alias").symlink_to("var/tmp")
-        write_root(root, **{key: path})
+        setting: dict[str, Any] = {key: path}
+        write_root(root, **setting)
         supervisor = supervisors(root)
         assert supervisor.finish() == 6
         assert supervisor.error == (

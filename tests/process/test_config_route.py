@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pools
 import pytest
@@ -110,7 +111,7 @@ class Never(Typed):
 """
 
 
-def write(root: Path, worker: dict[str, object], tables: str) -> None:
+def write(root: Path, worker: dict[str, Any], tables: str) -> None:
     pools.write_root(root, **worker)
     with (root / "coretsia.toml").open("a") as config:
         config.write(textwrap.dedent(tables))

@@ -18,6 +18,7 @@ import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import faults
 import pools
@@ -35,7 +36,7 @@ def root(root: Path) -> Path:
     return root
 
 
-def configure(root: Path, **worker: object) -> None:
+def configure(root: Path, **worker: Any) -> None:
     pools.write_root(root, **worker)
 
 

@@ -115,9 +115,9 @@ def test_loaded_snapshot_is_frozen() -> None:
     """The loaded objects refuse assignment."""
     loaded = load_snapshot(snapshot(manager()))
     with pytest.raises(AttributeError):
-        loaded.ipc_type = "none"  # type: ignore[misc]
+        loaded.ipc_type = "none"
     with pytest.raises(AttributeError):
-        loaded.entries[0].name = "x"  # type: ignore[misc]
+        loaded.entries[0].name = "x"
 
 
 @pytest.mark.parametrize("schema", [0, 2, 4, "1", 1.0, True, None])

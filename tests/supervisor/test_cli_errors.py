@@ -8,9 +8,10 @@ import pytest
 
 from coretsia.supervisor import cli
 from coretsia.worker_protocol.exceptions import WorkerError
+from coretsia.worker_protocol.exit_codes import ExitCode
 
 
-def _boom(_args: object) -> cli.ExitCode:
+def _boom(_args: object) -> ExitCode:
     raise RuntimeError("secret detail at /srv/app with token 5f5f")
 
 
@@ -50,7 +51,7 @@ def test_worker_error_keeps_its_own_token(
     from coretsia.worker_protocol.catalogue import Reason
     from coretsia.worker_protocol.exceptions import WorkerLifecycleFailedError
 
-    def fail(_args: object) -> cli.ExitCode:
+    def fail(_args: object) -> ExitCode:
         raise WorkerLifecycleFailedError(Reason.SHUTDOWN_FAILED)
 
     monkeypatch.setitem(cli.COMMANDS, "stop", (fail, cli.COMMANDS["stop"][1]))

@@ -35,7 +35,7 @@ PLATFORMS = {
     "windows": ("win32",),
 }
 
-EXPECTED = {
+EXPECTED: dict[str, dict[DriverRequest, Driver | None]] = {
     "posix": {AUTO: Driver.FORK, FORK: Driver.FORK, PROC: Driver.PROC},
     "no-posix-spawn": {AUTO: Driver.PROC, FORK: UNAVAILABLE, PROC: Driver.PROC},
     "no-fd-passing": {AUTO: Driver.FORK, FORK: Driver.FORK, PROC: UNAVAILABLE},

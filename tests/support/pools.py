@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -30,10 +31,10 @@ APPS = Path(__file__).resolve().parent / "apps"
 
 
 def _current_driver(root: Path) -> str | None:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib
+    else:  # Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
     try:
         data = tomllib.loads((root / "coretsia.toml").read_text())
     except FileNotFoundError:
@@ -43,7 +44,7 @@ def _current_driver(root: Path) -> str | None:
 
 
 def write_root(
-    root: Path, *, source_options: Mapping[str, object] | None = None, **worker: object
+    root: Path, *, source_options: Mapping[str, object] | None = None, **worker: Any
 ) -> Path:
     """Write ``coretsia.toml`` (its ``[worker]`` table from ``worker``) and the test app.
 
@@ -126,7 +127,7 @@ class Supervisor:
         return self.proc.returncode
 
     @property
-    def logs(self) -> list[dict[str, object]]:
+    def logs(self) -> list[dict[str, Any]]:
         """The JSON log lines the supervisor and the guardian wrote on stderr."""
         import json
 

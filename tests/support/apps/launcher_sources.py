@@ -17,7 +17,7 @@ class Task:
         if mode == "says-attempt":
             self.attempt, self.retried = 2, False
         elif mode == "says-nonsense":
-            self.attempt, self.retried = True, "yes"
+            self.attempt, self.retried = True, "yes"  # type: ignore[assignment]
 
     def run(self):
         record("run")
@@ -112,7 +112,7 @@ def other_type(context):
     return Source(context, "immediate")
 
 
-other_type.task_type = "http"  # declared, and not the generation's queue
+other_type.task_type = "http"  # type: ignore[attr-defined]  # declared, and not the generation's queue
 
 
 def raising(context):
