@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 from lock_holder import HoldLock
+from peers import FramedPeer
 from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, quick_and_slow_workers, signals_sent, site_env
 
 from coretsia.guardian._version import __version__
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.framing import LineFramer, Need
 from coretsia.worker_protocol.internal.guardian import (
     Drained,
     Exited,
@@ -26,7 +26,6 @@ from coretsia.worker_protocol.internal.guardian import (
     Release,
     Released,
     Shutdown,
-    Spawn,
     Welcome,
     decode_guardian_frame,
     encode_guardian_frame,
@@ -34,13 +33,12 @@ from coretsia.worker_protocol.internal.guardian import (
 from coretsia.worker_protocol.vocabulary import Driver
 
 
-class Guardian:
+class Guardian(FramedPeer):
     """A real guardian process talking to this test over a socketpair."""
 
     def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
         ours, theirs = socket.socketpair()
-        self.sock = ours
-        self.sock.settimeout(30)
+        super().__init__(ours, encode_guardian_frame, decode_guardian_frame)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "coretsia.guardian", f"--channel-fd={theirs.fileno()}"],
             pass_fds=(theirs.fileno(),),
@@ -51,27 +49,9 @@ class Guardian:
             start_new_session=True,
         )
         theirs.close()
-        self.framer = LineFramer()
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
-
-    def spawn(self, slot: int, code: str) -> socket.socket:
-        """Ask for a worker running ``python -c code``; our end of its worker channel."""
-        ours, theirs = socket.socketpair()
-        frame = encode_guardian_frame(Spawn(slot=slot, argv=(sys.executable, "-c", code)))
-        socket.send_fds(self.sock, [frame], [theirs.fileno()])
-        theirs.close()
-        return ours
-
-    def receive(self) -> object:
-        while True:
-            frame = self.framer.next_frame()
-            if isinstance(frame, bytes):
-                return decode_guardian_frame(frame)
-            if frame is Need.CLOSED:
-                return None
-            self.framer.receive_data(self.sock.recv(4096))
 
     def finish(self) -> tuple[int, bytes, bytes]:
         self.sock.close()
