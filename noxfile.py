@@ -139,9 +139,15 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict (root pyproject config) over every packages/*/src."""
+    """mypy --strict over every packages/*/src, then the tests' profile over tests/.
+
+    Both read the root pyproject config: the packages and tests/support's helpers are
+    strict; the tests and the test applications check every body with relaxed
+    annotation rules (its ``[[tool.mypy.overrides]]``).
+    """
     _sync(session, "--all-packages")
     session.run("mypy", *session.posargs)
+    session.run("mypy", "tests")
 
 
 def _sub_package(distribution: str) -> str:

@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
+from lock_holder import HoldLock
+from stub_supervisor import StartStub
 
 from coretsia.worker_protocol.catalogue import HealthReason, Reason
 from coretsia.worker_protocol.client import DEFAULT_TIMEOUT_S, STOP_SLACK_S, ControlClient
@@ -82,7 +84,7 @@ class TestLiveness:
         with pytest.raises(WorkerCommunicationFailedError):
             ControlClient(root, timeout=1).status()
 
-    def test_held_lock_without_locator(self, root: Path, hold_lock) -> None:  # type: ignore[no-untyped-def]
+    def test_held_lock_without_locator(self, root: Path, hold_lock: HoldLock) -> None:
         """A held lock with no locator is a communication failure (exit 4)."""
         hold_lock(str(root / LOCK_PATH))
         with pytest.raises(WorkerCommunicationFailedError) as info:
@@ -92,27 +94,27 @@ class TestLiveness:
 
 class TestAnswers:
     @pytest.mark.parametrize("transport", [Transport.UNIX, Transport.TCP])
-    def test_status(self, supervisor, transport: Transport) -> None:  # type: ignore[no-untyped-def]
+    def test_status(self, supervisor: StartStub, transport: Transport) -> None:
         """status returns the live summary over either transport."""
         stub = supervisor(answer, transport)
         assert ControlClient(stub.root).status().summary == SUMMARY
         assert stub.requests[0].credential == stub.credential
 
-    def test_health(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+    def test_health(self, supervisor: StartStub) -> None:
         """health returns the health answer."""
         stub = supervisor(answer)
         response = ControlClient(stub.root).health()
         assert response.healthy
         assert response.reason is HealthReason.HEALTHY
 
-    def test_stop_reports_progress_then_returns(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+    def test_stop_reports_progress_then_returns(self, supervisor: StartStub) -> None:
         """stop hands every progress line to the callback and returns on stopped."""
         stub = supervisor(answer)
         seen: list[ShutdownPhase] = []
         ControlClient(stub.root).stop(lambda progress: seen.append(progress.phase))
         assert seen == list(ShutdownPhase)
 
-    def test_error_answer_raises_its_exception(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+    def test_error_answer_raises_its_exception(self, supervisor: StartStub) -> None:
         """An error answer becomes the typed exception of its reason."""
 
         def failing(conn: socket.socket, _request: ControlRequest) -> None:
@@ -125,7 +127,9 @@ class TestAnswers:
 
 
 class TestStopDeadline:
-    def test_stop_gives_up_after_the_published_budgets_plus_slack(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+    def test_stop_gives_up_after_the_published_budgets_plus_slack(
+        self, supervisor: StartStub
+    ) -> None:
         """A stop that never ends waits stop + 2 x force-kill (the locator's) plus the
         slack, no less and not much more, then reports a communication failure."""
 
@@ -157,7 +161,7 @@ class TestCommunicationFailures:
         with pytest.raises(WorkerCommunicationFailedError):
             ControlClient(root, timeout=2).status()
 
-    def test_wrong_credential_is_closed_silently(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+    def test_wrong_credential_is_closed_silently(self, supervisor: StartStub) -> None:
         """A stale credential gets no answer, which the client reports."""
         stub = supervisor(answer)
         stub.write_locator(
@@ -176,19 +180,19 @@ class TestCommunicationFailures:
         [b"", b"not json", b"{}", b'{"version": 2}', b"x" * 5000],
         ids=["empty", "garbage", "schema", "version", "oversized"],
     )
-    def test_invalid_locator(self, supervisor, content: bytes) -> None:  # type: ignore[no-untyped-def]
+    def test_invalid_locator(self, supervisor: StartStub, content: bytes) -> None:
         """A malformed, schema-invalid or oversized locator is a communication failure."""
         stub = supervisor(answer)
         (stub.root / LOCATOR_PATH).write_bytes(content)
         self._fails(stub.root)
 
-    def test_locator_with_loose_permissions(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+    def test_locator_with_loose_permissions(self, supervisor: StartStub) -> None:
         """A locator readable by others is not trusted."""
         stub = supervisor(answer)
         stub.write_locator(mode=0o644)
         self._fails(stub.root)
 
-    def test_symlinked_locator(self, supervisor, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    def test_symlinked_locator(self, supervisor: StartStub, tmp_path: Path) -> None:
         """A locator that is a symlink is refused even if its target is valid."""
         stub = supervisor(answer)
         real = tmp_path / "elsewhere.json"
@@ -196,14 +200,14 @@ class TestCommunicationFailures:
         os.symlink(real, stub.root / LOCATOR_PATH)
         self._fails(stub.root)
 
-    def test_fifo_locator_does_not_block(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+    def test_fifo_locator_does_not_block(self, supervisor: StartStub) -> None:
         """A FIFO planted as the locator fails fast instead of hanging the probe."""
         stub = supervisor(answer)
         os.unlink(stub.root / LOCATOR_PATH)
         os.mkfifo(stub.root / LOCATOR_PATH, 0o600)
         self._fails(stub.root)
 
-    def test_tcp_host_other_than_loopback_gets_no_credential(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+    def test_tcp_host_other_than_loopback_gets_no_credential(self, supervisor: StartStub) -> None:
         """A locator naming another host is refused before anything is sent."""
         stub = supervisor(answer, Transport.TCP)
         stub.write_locator(
@@ -219,7 +223,9 @@ class TestCommunicationFailures:
         self._fails(stub.root)
         assert stub.requests == []
 
-    def test_socket_outside_root_gets_no_credential(self, supervisor, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    def test_socket_outside_root_gets_no_credential(
+        self, supervisor: StartStub, tmp_path: Path
+    ) -> None:
         """A socket path that resolves outside the root is refused before connecting."""
         stub = supervisor(answer)
         outside = tmp_path / "out"
@@ -245,14 +251,14 @@ class TestCommunicationFailures:
                 decoy.accept()
         assert stub.requests == []
 
-    def test_unreachable_endpoint(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+    def test_unreachable_endpoint(self, supervisor: StartStub) -> None:
         """A held lock whose endpoint is gone is a communication failure."""
         stub = supervisor(answer)
         stub.close()
         os.unlink(stub.root / "var/tmp/worker.sock")
         self._fails(stub.root)
 
-    def test_silent_supervisor_is_bounded(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+    def test_silent_supervisor_is_bounded(self, supervisor: StartStub) -> None:
         """A supervisor that never answers makes the client give up at its deadline."""
 
         def silent(conn: socket.socket, _request: ControlRequest) -> None:
@@ -262,7 +268,7 @@ class TestCommunicationFailures:
         with pytest.raises(WorkerCommunicationFailedError):
             ControlClient(stub.root, timeout=0.3).status()
 
-    def test_wrong_answer_type(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+    def test_wrong_answer_type(self, supervisor: StartStub) -> None:
         """A status request answered with stop progress is a communication failure."""
 
         def confused(conn: socket.socket, _request: ControlRequest) -> None:
@@ -271,7 +277,7 @@ class TestCommunicationFailures:
         stub = supervisor(confused)
         self._fails(stub.root)
 
-    def test_garbage_answer(self, supervisor) -> None:  # type: ignore[no-untyped-def]
+    def test_garbage_answer(self, supervisor: StartStub) -> None:
         """A non-protocol answer is a communication failure, not a crash."""
 
         def garbage(conn: socket.socket, _request: ControlRequest) -> None:
@@ -282,7 +288,7 @@ class TestCommunicationFailures:
 
 
 class TestLongRoot:
-    def test_socket_path_longer_than_sun_path(self, tmp_path: Path, hold_lock) -> None:  # type: ignore[no-untyped-def]
+    def test_socket_path_longer_than_sun_path(self, tmp_path: Path, hold_lock: HoldLock) -> None:
         """A root deep enough that the socket path overflows sun_path is still reachable."""
         root = tmp_path / ("d" * 60) / ("e" * 60)
         (root / "var/tmp").mkdir(parents=True)

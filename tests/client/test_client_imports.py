@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from stub_supervisor import StartStub
+
 from coretsia.worker_protocol.control import (
     ControlRequest,
     PoolSummary,
@@ -56,7 +58,7 @@ def _answer(conn: socket.socket, _request: ControlRequest) -> None:
     conn.sendall(encode_response(StatusResponse(SUMMARY)))
 
 
-def test_status_client_path_is_light(supervisor) -> None:  # type: ignore[no-untyped-def]
+def test_status_client_path_is_light(supervisor: StartStub) -> None:
     """ControlClient.status() against a live endpoint imports nothing heavy."""
     stub = supervisor(_answer)
     code = (
@@ -68,7 +70,7 @@ def test_status_client_path_is_light(supervisor) -> None:  # type: ignore[no-unt
     assert modules & (HEAVY | SLOW) == set()
 
 
-def test_status_command_is_light(supervisor) -> None:  # type: ignore[no-untyped-def]
+def test_status_command_is_light(supervisor: StartStub) -> None:
     """The status command, as a probe runs it, imports nothing heavy."""
     stub = supervisor(_answer)
     modules = _imported(["-m", "coretsia.supervisor.cli", "status", "--root", str(stub.root)])

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from lock_holder import HoldLock
 
 from coretsia.worker_protocol import lock
 
@@ -18,7 +19,7 @@ class TestProbe:
         assert lock.probe(str(path)) is False
         assert not path.exists()
 
-    def test_held_by_another_process(self, tmp_path: Path, hold_lock) -> None:  # type: ignore[no-untyped-def]
+    def test_held_by_another_process(self, tmp_path: Path, hold_lock: HoldLock) -> None:
         """A lock held by a live process reads as held."""
         path = str(tmp_path / "worker.lock")
         assert hold_lock(path).first_line == "held"
@@ -70,7 +71,7 @@ class TestProbe:
         with pytest.raises(OSError):
             lock.acquire_shared(str(path))
 
-    def test_freed_when_holder_is_killed(self, tmp_path: Path, hold_lock) -> None:  # type: ignore[no-untyped-def]
+    def test_freed_when_holder_is_killed(self, tmp_path: Path, hold_lock: HoldLock) -> None:
         """SIGKILL of the holder frees the lock at once: no stale PID file to clean."""
         path = str(tmp_path / "worker.lock")
         holder = hold_lock(path)
@@ -80,7 +81,7 @@ class TestProbe:
 
 
 class TestAcquire:
-    def test_second_acquire_is_refused(self, tmp_path: Path, hold_lock) -> None:  # type: ignore[no-untyped-def]
+    def test_second_acquire_is_refused(self, tmp_path: Path, hold_lock: HoldLock) -> None:
         """Only one holder at a time: the generation fence."""
         path = str(tmp_path / "worker.lock")
         hold_lock(path)

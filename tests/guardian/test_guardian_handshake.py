@@ -11,11 +11,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from lock_holder import HoldLock
+from peers import FramedPeer
 from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, quick_and_slow_workers, signals_sent, site_env
 
 from coretsia.guardian._version import __version__
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.framing import LineFramer, Need
 from coretsia.worker_protocol.internal.guardian import (
     Drained,
     Exited,
@@ -25,7 +26,6 @@ from coretsia.worker_protocol.internal.guardian import (
     Release,
     Released,
     Shutdown,
-    Spawn,
     Welcome,
     decode_guardian_frame,
     encode_guardian_frame,
@@ -33,13 +33,12 @@ from coretsia.worker_protocol.internal.guardian import (
 from coretsia.worker_protocol.vocabulary import Driver
 
 
-class Guardian:
+class Guardian(FramedPeer):
     """A real guardian process talking to this test over a socketpair."""
 
     def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
         ours, theirs = socket.socketpair()
-        self.sock = ours
-        self.sock.settimeout(30)
+        super().__init__(ours, encode_guardian_frame, decode_guardian_frame)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "coretsia.guardian", f"--channel-fd={theirs.fileno()}"],
             pass_fds=(theirs.fileno(),),
@@ -50,27 +49,9 @@ class Guardian:
             start_new_session=True,
         )
         theirs.close()
-        self.framer = LineFramer()
 
     def send(self, data: bytes) -> None:
         self.sock.sendall(data)
-
-    def spawn(self, slot: int, code: str) -> socket.socket:
-        """Ask for a worker running ``python -c code``; our end of its worker channel."""
-        ours, theirs = socket.socketpair()
-        frame = encode_guardian_frame(Spawn(slot=slot, argv=(sys.executable, "-c", code)))
-        socket.send_fds(self.sock, [frame], [theirs.fileno()])
-        theirs.close()
-        return ours
-
-    def receive(self) -> object:
-        while True:
-            frame = self.framer.next_frame()
-            if isinstance(frame, bytes):
-                return decode_guardian_frame(frame)
-            if frame is Need.CLOSED:
-                return None
-            self.framer.receive_data(self.sock.recv(4096))
 
     def finish(self) -> tuple[int, bytes, bytes]:
         self.sock.close()
@@ -94,9 +75,10 @@ def hello(
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    (tmp_path / "var/tmp").mkdir(parents=True)
-    return tmp_path
+def root(short_root: Path) -> Path:
+    """A short root with the runtime directory, where the guardian takes the lock."""
+    (short_root / "var/tmp").mkdir(parents=True)
+    return short_root
 
 
 class TestHandshake:
@@ -122,7 +104,7 @@ class TestHandshake:
         assert guardian.finish() == (1, b"", b"")
         assert not (root / "var/tmp/worker.lock").exists()
 
-    def test_lock_already_held_is_refused(self, root: Path, hold_lock) -> None:  # type: ignore[no-untyped-def]
+    def test_lock_already_held_is_refused(self, root: Path, hold_lock: HoldLock) -> None:
         """A second guardian for the same root is refused: already running."""
         hold_lock(str(root / "var/tmp/worker.lock"))
         guardian = Guardian(root)

@@ -8,17 +8,16 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from pools import Supervisor, assert_none_left, lock_held, write_root
+from peers import FramedPeer
+from pools import Supervisor, lock_held, write_root
 from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, quick_and_slow_workers, signals_sent, site_env
 
 from coretsia.proc_host._version import __version__
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.framing import LineFramer, Need
 from coretsia.worker_protocol.internal.guardian import Exited, Refused, Spawn, Spawned, Welcome
 from coretsia.worker_protocol.internal.proc_host import (
     HostHello,
@@ -38,12 +37,12 @@ SHIM = (
 )
 
 
-class ProcHost:
+class ProcHost(FramedPeer):
     """A real proc host talking to this test as its guardian would."""
 
     def __init__(self, root: Path, env: dict[str, str] | None = None) -> None:
-        self.sock, theirs = socket.socketpair()
-        self.sock.settimeout(30)
+        ours, theirs = socket.socketpair()
+        super().__init__(ours, encode_proc_host_frame, decode_proc_host_frame)
         self.stop_read, self.stop_write = os.pipe()
         fence = os.open(root / "fence", os.O_RDONLY | os.O_CREAT, 0o600)
         env = dict(os.environ if env is None else env, CORETSIA_WORKER_PARENT_PID=str(os.getpid()))
@@ -58,7 +57,6 @@ class ProcHost:
         )
         theirs.close()
         os.close(fence)
-        self.framer = LineFramer()
 
     def send(self, frame: ProcHostFrame) -> None:
         self.sock.sendall(encode_proc_host_frame(frame))
@@ -66,23 +64,6 @@ class ProcHost:
     def handshake(self) -> None:
         self.send(HostHello(peer_version=__version__))
         assert isinstance(self.receive(), Welcome)
-
-    def spawn(self, slot: int, code: str) -> socket.socket:
-        """Ask for a worker running ``python -c code``; our end of its worker channel."""
-        ours, theirs = socket.socketpair()
-        frame = encode_proc_host_frame(Spawn(slot=slot, argv=(sys.executable, "-c", code)))
-        socket.send_fds(self.sock, [frame], [theirs.fileno()])
-        theirs.close()
-        return ours
-
-    def receive(self) -> object:
-        while True:
-            frame = self.framer.next_frame()
-            if isinstance(frame, bytes):
-                return decode_proc_host_frame(frame)
-            if frame is Need.CLOSED:
-                return None
-            self.framer.receive_data(self.sock.recv(4096))
 
     def finish(self) -> tuple[int, bytes, bytes]:
         self.sock.close()
@@ -221,13 +202,9 @@ if "coretsia.proc_host" in sys.orig_argv:
 
 
 @pytest.fixture
-def pool_root() -> Iterator[Path]:
-    """A project root with a short path (its control socket lives in it)."""
-    with tempfile.TemporaryDirectory(prefix="cw-", dir="/tmp") as tmp:
-        path = Path(tmp).resolve()
-        write_root(path, driver="proc")
-        yield path
-        assert_none_left(path)
+def pool_root(short_root: Path) -> Path:
+    """A pool root of the proc driver."""
+    return write_root(short_root, driver="proc")
 
 
 @pytest.mark.parametrize("answer", ["refuses", "welcomes"])

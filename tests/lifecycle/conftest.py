@@ -1,50 +1,25 @@
-"""Fixtures for lifecycle tests: a fresh root per test and supervisors cleaned up by pid."""
+"""Lifecycle tests run once per process driver, and wait for their pools themselves."""
 
 from __future__ import annotations
 
-import tempfile
-from collections.abc import Callable, Iterator
-from pathlib import Path
-
-import psutil
 import pytest
-from pools import Supervisor, processes_in, write_root
+from shared_fixtures import DRIVERS
 
 
-@pytest.fixture(params=["fork", "proc"])
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Every lifecycle test with a root runs once per driver (the root's indirect parameter)."""
+    if "root" in metafunc.fixturenames:
+        metafunc.parametrize("root", DRIVERS, indirect=True)
+
+
+@pytest.fixture
 def driver(request: pytest.FixtureRequest) -> str:
-    """Every lifecycle test runs once per process driver."""
-    value: str = request.param
+    """The process driver the test's root is configured with."""
+    value: str = request.node.callspec.params["root"]
     return value
 
 
 @pytest.fixture
-def root(driver: str) -> Iterator[Path]:
-    """A fresh project root with a short path; fails the test if a process is left in it."""
-    with tempfile.TemporaryDirectory(prefix="cw-", dir="/tmp") as tmp:
-        path = Path(tmp).resolve()
-        write_root(path, driver=driver)
-        yield path
-        left = processes_in(path)
-        for proc in left:
-            try:
-                proc.kill()
-            except psutil.Error:
-                continue
-        psutil.wait_procs(left, timeout=10)
-        assert not left, f"processes left behind: {[p.pid for p in left]}"
-
-
-@pytest.fixture
-def supervisors() -> Iterator[Callable[..., Supervisor]]:
-    """Start supervisors; each is stopped (SIGTERM, then SIGKILL) at teardown."""
-    started: list[Supervisor] = []
-
-    def start(root: Path, *extra: str, env: dict[str, str] | None = None) -> Supervisor:
-        supervisor = Supervisor(root, *extra, env=env)
-        started.append(supervisor)
-        return supervisor
-
-    yield start
-    for supervisor in started:
-        supervisor.close()
+def leak_grace() -> float:
+    """Nothing may still run in a root once its supervisors were stopped: no grace."""
+    return 0.0

@@ -14,12 +14,14 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 from pools import (
     SUPERVISOR,
     Supervisor,
+    Supervisors,
     cli,
     lock_held,
     processes_in,
@@ -42,7 +44,7 @@ RUNTIME_FILES = (LOCATOR_PATH, "var/tmp/worker.sock", STATE_PATH)
 """What the supervisor itself must remove, whatever killed its generation."""
 
 
-def _configure(root: Path, **worker: object) -> None:
+def _configure(root: Path, **worker: Any) -> None:
     write_root(root, stop_timeout_ms=STOP_MS, force_kill_timeout_ms=FORCE_KILL_MS, **worker)
 
 
@@ -95,21 +97,21 @@ def _stopping(root: Path) -> Iterator[None]:
 
 
 class TestSupervisorDeath:
-    def test_while_spawning(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_while_spawning(self, root: Path, supervisors: Supervisors) -> None:
         """SIGKILL of the supervisor while workers boot leaves nothing behind."""
         _configure(root, task_source="lifecycle_app:slow_ready")
         supervisor: Supervisor = supervisors(root)
         wait_for(lambda: len(supervisor.workers()) == 2)
         _assert_contained(root, _kill(supervisor))
 
-    def test_while_running(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_while_running(self, root: Path, supervisors: Supervisors) -> None:
         """SIGKILL of a running supervisor: the guardian stops and reaps everything."""
         _configure(root)
         supervisor = supervisors(root)
         supervisor.wait_running()
         _assert_contained(root, _kill(supervisor))
 
-    def test_while_stopping(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_while_stopping(self, root: Path, supervisors: Supervisors) -> None:
         """SIGKILL mid-stop changes nothing: the guardian finishes every phase itself."""
         _configure(root, task_source="lifecycle_app:stubborn")
         supervisor = supervisors(root)
@@ -117,7 +119,9 @@ class TestSupervisorDeath:
         with _stopping(root):
             _assert_contained(root, _kill(supervisor))
 
-    def test_start_during_cleanup_fails_fast_then_succeeds(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_start_during_cleanup_fails_fast_then_succeeds(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """A start while the guardian cleans up is refused; once the lock is free it works."""
         _configure(root, task_source="lifecycle_app:stubborn")
         supervisor = supervisors(root)
@@ -140,8 +144,8 @@ class TestHelperDeath:
 
     @pytest.mark.parametrize("phase", ["spawning", "running", "stopping"])
     @pytest.mark.parametrize("victim", ["guardian", "proc-host"])
-    def test_helper_sigkill(  # type: ignore[no-untyped-def]
-        self, root: Path, supervisors, driver: str, phase: str, victim: str
+    def test_helper_sigkill(
+        self, root: Path, supervisors: Supervisors, driver: str, phase: str, victim: str
     ) -> None:
         """The workers die too; the supervisor fails with its token, removes its files, exits 1."""
         if victim == "proc-host" and driver != "proc":
@@ -169,8 +173,8 @@ class TestHelperDeath:
 class TestDescendants:
     @pytest.mark.parametrize("ending", ["stop", "supervisor-kill", "guardian-kill"])
     def test_children_and_setsid_escapees_do_not_survive(
-        self, root: Path, supervisors, ending: str
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors, ending: str
+    ) -> None:
         """A worker's child and a double-forked setsid grandchild end with the generation."""
         _configure(root, task_source="lifecycle_app:spawning")
         supervisor = supervisors(root)
@@ -189,7 +193,7 @@ class TestDescendants:
             assert supervisor.finish() == 1
         _assert_contained(root, ended_at)
 
-    def test_adopted_orphans_are_reaped_at_once(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_adopted_orphans_are_reaped_at_once(self, root: Path, supervisors: Supervisors) -> None:
         """An escapee the guardian adopted is reaped as soon as it dies: no zombie lingers.
 
         The cleanup waits skip zombies, so this is the one check that the guardian's
@@ -214,7 +218,9 @@ class TestDescendants:
 
 
 class TestGenerationFence:
-    def test_no_overlap_while_old_processes_live(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_no_overlap_while_old_processes_live(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """With supervisor and guardian both killed, a survivor holding the fence blocks start."""
         _configure(root, task_source="lifecycle_app:forked_holder", workers=1)
         supervisor = supervisors(root)

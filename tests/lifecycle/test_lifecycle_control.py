@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import psutil
-from pools import cli, processes_in, write_root
+from pools import Supervisors, cli, processes_in, write_root
 
 from coretsia.supervisor.control_server import MAX_PENDING, READ_DEADLINE_S
 from coretsia.supervisor.refusals import INTERVAL_S
@@ -40,7 +40,7 @@ def _request(command: str, credential: str) -> bytes:
 def _answers(sock: socket.socket, count: int | None = None) -> list[tuple[str, str | None]]:
     """The next ``count`` answer lines (all of them, up to the close, if None), each as
     its type and phase. Unbuffered: nothing beyond those lines is taken off the socket."""
-    answers = []
+    answers: list[tuple[str, str | None]] = []
     with sock.makefile("rb", buffering=0) as stream:
         while count is None or len(answers) < count:
             line = stream.readline()
@@ -65,14 +65,16 @@ def _send_until_dropped(sock: socket.socket, limit: int) -> int | None:
 
 
 class TestAuthentication:
-    def test_wrong_credential_is_closed_silently(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_wrong_credential_is_closed_silently(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """A wrong credential gets no answer: the connection is simply closed."""
         supervisors(root).wait_running()
         with _connect(root) as sock:
             sock.sendall(_request("status", "0" * 64))
             assert sock.recv(4096) == b""
 
-    def test_missing_or_malformed_credential(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_missing_or_malformed_credential(self, root: Path, supervisors: Supervisors) -> None:
         """Malformed requests are closed silently too, and the pool keeps serving."""
         supervisors(root).wait_running()
         for payload in (b'{"command":"stop","version":1}\n', b"garbage\n", b"\xff\n"):
@@ -81,7 +83,7 @@ class TestAuthentication:
                 assert sock.recv(4096) == b""
         assert cli(root, "health").returncode == 0
 
-    def test_right_credential_over_a_raw_socket(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_right_credential_over_a_raw_socket(self, root: Path, supervisors: Supervisors) -> None:
         """The locator's credential is what the server accepts (the test is not vacuous)."""
         supervisors(root).wait_running()
         credential = json.loads((root / LOCATOR).read_text())["credential"]
@@ -91,7 +93,9 @@ class TestAuthentication:
 
 
 class TestRobustness:
-    def test_idle_connection_is_closed_at_the_read_deadline(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_idle_connection_is_closed_at_the_read_deadline(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """A connection that never sends its request is closed after the read deadline."""
         supervisors(root).wait_running()
         with _connect(root) as sock:
@@ -100,7 +104,9 @@ class TestRobustness:
             waited = time.monotonic() - connected
         assert READ_DEADLINE_S * 0.9 <= waited < READ_DEADLINE_S + SLACK_S
 
-    def test_connections_beyond_the_cap_drop_the_oldest(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_connections_beyond_the_cap_drop_the_oldest(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """At the cap of waiting connections a new one drops the oldest at once, long
         before its read deadline; the others keep waiting, and status still answers."""
         supervisors(root).wait_running()
@@ -129,8 +135,8 @@ class TestRobustness:
                 sock.close()
 
     def test_request_line_without_end_is_dropped_at_the_frame_size(
-        self, root: Path, supervisors
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """Bytes without a newline are read up to the frame size, then the connection is
         dropped (not buffered until the deadline); status still answers."""
         supervisors(root).wait_running()
@@ -141,7 +147,7 @@ class TestRobustness:
         assert sent > MAX_FRAME_BYTES
         assert cli(root, "status").returncode == 0
 
-    def test_client_disconnecting_mid_request(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_client_disconnecting_mid_request(self, root: Path, supervisors: Supervisors) -> None:
         """A client that vanishes halfway through a request disturbs nothing."""
         supervisors(root).wait_running()
         credential = json.loads((root / LOCATOR).read_text())["credential"]
@@ -150,7 +156,7 @@ class TestRobustness:
                 sock.sendall(_request("stop", credential)[:cut])
         assert cli(root, "health").returncode == 0
 
-    def test_stop_client_leaving_mid_stop(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_stop_client_leaving_mid_stop(self, root: Path, supervisors: Supervisors) -> None:
         """A stop client that goes away mid-stop changes nothing: the shutdown goes on and
         another pending stop client still gets its progress and the final stopped."""
         write_root(
@@ -172,7 +178,9 @@ class TestRobustness:
         assert supervisor.finish() == 0, supervisor.stderr
         assert processes_in(root) == []
 
-    def test_status_client_disconnect_does_not_stop(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_status_client_disconnect_does_not_stop(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """A status client that closes before reading its answer does not end the pool."""
         supervisors(root).wait_running()
         credential = json.loads((root / LOCATOR).read_text())["credential"]
@@ -183,8 +191,8 @@ class TestRobustness:
 
 class TestRefusalFlood:
     def test_a_flood_of_refusals_logs_a_bounded_number_of_lines(
-        self, root: Path, supervisors
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """2,000 refused connections: a few counted lines per cause; status answers meanwhile."""
         supervisor = supervisors(root, "--log-format", "json")
         supervisor.wait_running()
@@ -227,7 +235,9 @@ class TestRefusalFlood:
 
 
 class TestSecrets:
-    def test_credential_appears_only_in_the_locator(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_credential_appears_only_in_the_locator(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """The credential is in no output, state, argv, environment or worker descriptor."""
         supervisor = supervisors(root)
         supervisor.wait_running()
@@ -246,7 +256,9 @@ class TestSecrets:
             assert credential not in text
             assert str(root) not in text  # no absolute path either
 
-    def test_workers_hold_only_their_own_descriptors(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_workers_hold_only_their_own_descriptors(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """A worker holds stdin/out/err, its channel, its stop pipe and the fence: no more
         inherited. Besides them only its own epoll set over the stop pipe and the channel
         (the stop descriptor its task source waits on), close-on-exec."""

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 from faults import fault_env
-from pools import cli, lock_held, processes_in, wait_for, wait_gone, write_root
+from pools import Supervisors, cli, lock_held, processes_in, wait_for, wait_gone, write_root
 
 from coretsia.guardian._version import __version__
 from coretsia.worker_protocol.framing import LineFramer, Need
@@ -59,7 +59,9 @@ PROC_HOST_WRAPPER = _DESCRIPTORS + (
 
 
 class TestBoundedShutdown:
-    def test_worker_ignoring_sigterm_is_killed_within_budget(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_worker_ignoring_sigterm_is_killed_within_budget(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """A never-ending task that ignores SIGTERM ends by SIGKILL within the budgets."""
         write_root(
             root,
@@ -83,7 +85,7 @@ class TestBoundedShutdown:
 
 
 class TestSurvivor:
-    def test_process_surviving_sigkill(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_process_surviving_sigkill(self, root: Path, supervisors: Supervisors) -> None:
         """A process even SIGKILL cannot end: stop and start say worker-shutdown-failed at
         once, and the guardian keeps the lock until the process is gone, then frees it."""
         write_root(root, stop_timeout_ms=STOP_MS, force_kill_timeout_ms=FORCE_KILL_MS)
@@ -114,7 +116,7 @@ class TestSurvivor:
 
 
 class TestChildExit:
-    def test_killed_worker_fails_the_pool(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_killed_worker_fails_the_pool(self, root: Path, supervisors: Supervisors) -> None:
         """A worker that dies while the pool runs fails the whole pool, which cleans up."""
         supervisor = supervisors(root)
         supervisor.wait_running()
@@ -127,7 +129,7 @@ class TestChildExit:
 
 
 class TestContainment:
-    def test_next_start_after_containment(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_next_start_after_containment(self, root: Path, supervisors: Supervisors) -> None:
         """Once the guardian freed the lock, a new start succeeds."""
         supervisor = supervisors(root)
         supervisor.wait_running()

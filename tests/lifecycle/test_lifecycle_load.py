@@ -14,11 +14,10 @@ import datetime
 import math
 import os
 import sqlite3
-import tempfile
 import textwrap
 from pathlib import Path
 
-from pools import assert_none_left, cli, wait_for, write_root
+from pools import Supervisors, assert_none_left, cli, wait_for, write_root
 
 from coretsia.sources.sqlite_queue import SqliteQueue
 
@@ -80,7 +79,9 @@ def recycled_boot_times(logs: list[dict[str, object]]) -> list[float]:
 
 
 class TestLoad:
-    def test_recycling_holds_its_bound_under_load(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_recycling_holds_its_bound_under_load(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """3,000 tasks, 4 workers, max_requests 50: at most 51 attempts per process."""
         max_requests, workers, total = 50, 4, 3000
         queue = load_root(root, workers=workers, max_requests=max_requests)
@@ -109,7 +110,7 @@ class TestLoad:
         assert max(boots) <= RECYCLED_BOOT_LIMIT_S, sorted(boots)[-5:]
         queue.close()
 
-    def test_io_bound_tasks_use_every_worker(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_io_bound_tasks_use_every_worker(self, root: Path, supervisors: Supervisors) -> None:
         """200 tasks of 50 ms on 4 workers: within 1/0.75 of the ideal parallel time."""
         workers, total, task_s = 4, 200, 0.05
         queue = load_root(root, workers=workers, max_requests=1000)
@@ -131,8 +132,8 @@ class TestLoad:
         queue.close()
 
     def test_workers_boot_while_another_process_holds_the_writer_lock(
-        self, root: Path, supervisors
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """Booting a worker takes no writer lock: a pool starts beside a long write."""
         queue = load_root(root, workers=4)
         queue.enqueue(["task-0"])
@@ -175,44 +176,43 @@ def handle(payload):
 """
 
 
-def test_two_roots_share_one_database(supervisors) -> None:  # type: ignore[no-untyped-def]
+def test_two_roots_share_one_database(supervisors: Supervisors, short_root: Path) -> None:
     """Pool B boots while pool A holds a live lease: it is never taken, neither pool fails."""
-    with tempfile.TemporaryDirectory(prefix="cw-", dir="/tmp") as tmp:
-        shared = Path(tmp)
-        database, gate = shared / "queue.sqlite3", shared / "gate.fifo"
-        os.mkfifo(gate)
-        roots = [shared / "a", shared / "b"]
-        logs = [shared / "a.log", shared / "b.log"]
-        options = {"handler": "shared_app:handle", "database": str(database)}
+    shared = short_root
+    database, gate = shared / "queue.sqlite3", shared / "gate.fifo"
+    os.mkfifo(gate)
+    roots = [shared / "a", shared / "b"]
+    logs = [shared / "a.log", shared / "b.log"]
+    options = {"handler": "shared_app:handle", "database": str(database)}
+    for pool_root in roots:
+        pool_root.mkdir()
+        write_root(pool_root, task_source="sqlite", workers=2, source_options=options)
+        (pool_root / "shared_app.py").write_text(textwrap.dedent(SHARED_HANDLER))
+    total = 400
+    queue = SqliteQueue(database)
+    queue.enqueue(["gate"] + [f"task-{n}" for n in range(total - 1)])
+    try:
+        env = {**os.environ, "LOAD_GATE": str(gate)}
+        first = supervisors(roots[0], env={**env, "LOAD_LOG": str(logs[0])})
+        first.wait_running()
+        wait_for(lambda: logs[0].exists() and b"gate-taken" in logs[0].read_bytes())
+        second = supervisors(roots[1], env={**env, "LOAD_LOG": str(logs[1])})
+        second.wait_running()  # its workers booted and recovered what was dead
+        wait_for(lambda: queue.stats()["pending"] == 0, timeout=120)
+        assert queue.stats()["in_flight"] >= 1  # A's gate lease was left alone
+        os.close(os.open(gate, os.O_WRONLY))  # let the gate task finish
+        wait_for(lambda: queue.stats()["done"] == total, timeout=60)
+        for pool_root, supervisor in zip(roots, (first, second), strict=True):
+            assert cli(pool_root, "stop").returncode == 0
+            assert supervisor.finish() == 0
+    finally:
         for pool_root in roots:
-            pool_root.mkdir()
-            write_root(pool_root, task_source="sqlite", workers=2, source_options=options)
-            (pool_root / "shared_app.py").write_text(textwrap.dedent(SHARED_HANDLER))
-        total = 400
-        queue = SqliteQueue(database)
-        queue.enqueue(["gate"] + [f"task-{n}" for n in range(total - 1)])
-        try:
-            env = {**os.environ, "LOAD_GATE": str(gate)}
-            first = supervisors(roots[0], env={**env, "LOAD_LOG": str(logs[0])})
-            first.wait_running()
-            wait_for(lambda: logs[0].exists() and b"gate-taken" in logs[0].read_bytes())
-            second = supervisors(roots[1], env={**env, "LOAD_LOG": str(logs[1])})
-            second.wait_running()  # its workers booted and recovered what was dead
-            wait_for(lambda: queue.stats()["pending"] == 0, timeout=120)
-            assert queue.stats()["in_flight"] >= 1  # A's gate lease was left alone
-            os.close(os.open(gate, os.O_WRONLY))  # let the gate task finish
-            wait_for(lambda: queue.stats()["done"] == total, timeout=60)
-            for pool_root, supervisor in zip(roots, (first, second), strict=True):
-                assert cli(pool_root, "stop").returncode == 0
-                assert supervisor.finish() == 0
-        finally:
-            for pool_root in roots:
-                assert_none_left(pool_root)
-        assert queue.stats() == {"pending": 0, "in_flight": 0, "done": total, "failed": 0}
-        runs = [[line.split()[0] for line in log.read_text().splitlines()] for log in logs]
-        ran = [[p for p in pool if p != "gate-taken"] for pool in runs]
-        assert all(ran), [len(pool) for pool in ran]  # both pools served
-        everything = ran[0] + ran[1]
-        assert len(everything) == len(set(everything)) == total  # each message ran once
-        assert "gate" in ran[0]
-        queue.close()
+            assert_none_left(pool_root)
+    assert queue.stats() == {"pending": 0, "in_flight": 0, "done": total, "failed": 0}
+    runs = [[line.split()[0] for line in log.read_text().splitlines()] for log in logs]
+    ran = [[p for p in pool if p != "gate-taken"] for pool in runs]
+    assert all(ran), [len(pool) for pool in ran]  # both pools served
+    everything = ran[0] + ran[1]
+    assert len(everything) == len(set(everything)) == total  # each message ran once
+    assert "gate" in ran[0]
+    queue.close()

@@ -6,7 +6,7 @@ import json
 import socket
 from pathlib import Path
 
-from pools import Supervisor, cli, wait_for, wait_gone, write_root
+from pools import Supervisor, Supervisors, cli, wait_for, wait_gone, write_root
 
 from coretsia.worker_protocol.internal.runtime.logs import SAFE_FIELDS
 
@@ -37,7 +37,7 @@ def _assert_safe(supervisor: Supervisor, *secrets: str) -> list[str]:
     return events
 
 
-def test_full_lifecycle_logs(root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+def test_full_lifecycle_logs(root: Path, supervisors: Supervisors) -> None:
     """A whole run logs its lifecycle in order, with no credential, path or port."""
     port = _free_port()
     with (root / "coretsia.toml").open("a") as config:
@@ -67,7 +67,7 @@ def test_full_lifecycle_logs(root: Path, supervisors) -> None:  # type: ignore[n
     assert sorted(e["slot"] for e in exits) == [0, 1]
 
 
-def test_failed_start_logs(root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+def test_failed_start_logs(root: Path, supervisors: Supervisors) -> None:
     """A failed start logs pool.failed with its token, and no exception message."""
     write_root(root, task_source="lifecycle_app:not_ready")
     supervisor = supervisors(root)
@@ -85,7 +85,7 @@ def test_failed_start_logs(root: Path, supervisors) -> None:  # type: ignore[no-
     ]
 
 
-def test_containment_logs(root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+def test_containment_logs(root: Path, supervisors: Supervisors) -> None:
     """The guardian logs its containment of a killed supervisor's generation."""
     supervisor = supervisors(root)
     supervisor.wait_running()
@@ -99,7 +99,7 @@ def test_containment_logs(root: Path, supervisors) -> None:  # type: ignore[no-u
     assert killed == []  # nobody left to log worker exits: the supervisor was dead
 
 
-def test_text_format_on_request(root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+def test_text_format_on_request(root: Path, supervisors: Supervisors) -> None:
     """--log-format text writes readable lines instead of JSON, for supervisor and guardian."""
     supervisor = supervisors(root, "--log-format", "text")
     supervisor.wait_running()
@@ -118,7 +118,7 @@ def handle(payload):
 """
 
 
-def test_failed_task_is_logged_with_safe_fields_only(root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+def test_failed_task_is_logged_with_safe_fields_only(root: Path, supervisors: Supervisors) -> None:
     """A failing task logs task.failed: slot, attempt, retried, class name; no payload."""
     from coretsia.sources.sqlite_queue import SqliteQueue
 

@@ -7,7 +7,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from pools import cli
+from pools import Supervisors, cli
 
 
 def _collect(sock: socket.socket, until: bytes, limit: int = 200) -> list[bytes]:
@@ -21,7 +21,7 @@ def _collect(sock: socket.socket, until: bytes, limit: int = 200) -> list[bytes]
 
 
 @pytest.mark.parametrize("address", ["path", "abstract"])
-def test_ready_status_stopping_in_order(root: Path, supervisors, address: str) -> None:  # type: ignore[no-untyped-def]
+def test_ready_status_stopping_in_order(root: Path, supervisors: Supervisors, address: str) -> None:
     """READY=1 only when running, STOPPING=1 at shutdown, watchdog fed, nothing leaked."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     sock.settimeout(30)
@@ -50,7 +50,7 @@ def test_ready_status_stopping_in_order(root: Path, supervisors, address: str) -
     assert not any(b"READY=1" in m for m in before_ready[:-1])
 
 
-def test_no_notify_socket_is_silent(root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+def test_no_notify_socket_is_silent(root: Path, supervisors: Supervisors) -> None:
     """Without NOTIFY_SOCKET nothing is sent and nothing is printed."""
     env = {k: v for k, v in os.environ.items() if k != "NOTIFY_SOCKET"}
     supervisor = supervisors(root, env=env)

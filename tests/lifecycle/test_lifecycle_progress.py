@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from pools import SUPERVISOR, cli, write_root
+from pools import SUPERVISOR, Supervisors, cli, write_root
 
 
 class OnTerminal:
@@ -66,7 +66,7 @@ def test_terminal_shows_start_and_stop_progress(root: Path) -> None:
         assert start.proc.wait(timeout=30) == 0
 
 
-def test_no_progress_without_a_terminal(root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+def test_no_progress_without_a_terminal(root: Path, supervisors: Supervisors) -> None:
     """Piped output is the summary line and nothing else."""
     supervisor = supervisors(root)
     supervisor.wait_running()

@@ -10,7 +10,7 @@ import textwrap
 from pathlib import Path
 
 import psutil
-from pools import cli, wait_for, wait_gone, write_root
+from pools import Supervisors, cli, wait_for, wait_gone, write_root
 
 from coretsia.sources.sqlite_queue import SqliteQueue
 
@@ -62,7 +62,9 @@ def handled(root: Path) -> list[tuple[str, str]]:
 
 
 class TestQueuePool:
-    def test_task_in_flight_at_stop_finishes_and_is_settled(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_task_in_flight_at_stop_finishes_and_is_settled(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """A stop lets the running task end and be acknowledged: nothing stays leased."""
         queue = queue_root(root, handler="until_stop", workers=1)
         queue.enqueue(["in-flight"])
@@ -77,7 +79,9 @@ class TestQueuePool:
         assert (stats["done"], stats["pending"], stats["in_flight"]) == (1, 0, 0)
         queue.close()
 
-    def test_a_stop_mid_drain_leaves_nothing_leased(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_a_stop_mid_drain_leaves_nothing_leased(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """Messages leased ahead by the stopping workers go back pending, attempts untouched."""
         queue = queue_root(root, workers=2, max_requests=1000)
         total = 300
@@ -99,7 +103,7 @@ class TestQueuePool:
         assert tried == (0,)
         queue.close()
 
-    def test_killed_worker_loses_nothing(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_killed_worker_loses_nothing(self, root: Path, supervisors: Supervisors) -> None:
         """A SIGKILLed worker fails the pool; after a restart every task is acknowledged."""
         queue = queue_root(root, workers=2, max_requests=1000)
         payloads = [f"task-{n}" for n in range(200)]

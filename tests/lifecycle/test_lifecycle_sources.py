@@ -14,11 +14,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixture_dist import coretsia_imports, install, wheel
 from pools import (
     Supervisor,
+    Supervisors,
     assert_failed,
     assert_start_refused,
     cli,
@@ -303,7 +305,7 @@ def http_root(root: Path, task_source: str | None = None) -> None:
     )
 
 
-def app_root(root: Path, **worker: object) -> None:
+def app_root(root: Path, **worker: Any) -> None:
     """A pool running one of the application's own factories (``sources_app``)."""
     write_root(root, **worker)
     (root / "sources_app.py").write_text(APP)
@@ -323,15 +325,15 @@ def units(root: Path) -> dict[str, list[str]]:
     return found
 
 
-def stop(root: Path, supervisor) -> None:  # type: ignore[no-untyped-def]
+def stop(root: Path, supervisor: Supervisor) -> None:
     assert cli(root, "stop").returncode == 0
     assert supervisor.finish() == 0
 
 
 class TestDiscovery:
     def test_installed_source_is_discovered_and_runs(
-        self, root: Path, supervisors, sites: dict[str, Path]
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors, sites: dict[str, Path]
+    ) -> None:
         """With no selection, the one installed source for the task type runs."""
         site = sites["third"]
         assert (site / "thirdparty_source-1.0.dist-info/INSTALLER").read_text().strip() == "uv"
@@ -347,7 +349,7 @@ class TestDiscovery:
         # Two workers ran tasks 1, 2, 3 each, interleaved in any order.
         assert sorted((root / "third-party.log").read_text().split()) == sorted("112233")
 
-    def test_no_source_for_the_task_type(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_no_source_for_the_task_type(self, root: Path, supervisors: Supervisors) -> None:
         """No installed source serves the task type: missing, before anything starts."""
         http_root(root)
         assert_failed(
@@ -356,8 +358,8 @@ class TestDiscovery:
         assert not (root / "var/tmp/worker.lock").exists()
 
     def test_two_sources_are_ambiguous(
-        self, root: Path, supervisors, sites: dict[str, Path]
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors, sites: dict[str, Path]
+    ) -> None:
         """Two installed sources for one task type need an explicit selection."""
         http_root(root)
         supervisor = supervisors(root, env=pythonpath_first(sites["two"]))
@@ -365,7 +367,9 @@ class TestDiscovery:
             supervisor, root, "CORETSIA_WORKER_START_FAILED: worker-task-source-ambiguous"
         )
 
-    def test_selection_by_name(self, root: Path, supervisors, sites: dict[str, Path]) -> None:  # type: ignore[no-untyped-def]
+    def test_selection_by_name(
+        self, root: Path, supervisors: Supervisors, sites: dict[str, Path]
+    ) -> None:
         """Naming a source selects it among several: configuration, not priority."""
         http_root(root, task_source="second")
         supervisor = supervisors(root, env=pythonpath_first(sites["two"]))
@@ -374,16 +378,16 @@ class TestDiscovery:
         stop(root, supervisor)
 
     def test_named_source_of_another_task_type(
-        self, root: Path, supervisors, sites: dict[str, Path]
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors, sites: dict[str, Path]
+    ) -> None:
         """A selected source that does not serve the task type is missing for it."""
         write_root(root, task_type="queue", task_source="third")
         supervisor = supervisors(root, env=pythonpath_first(sites["third"]))
         assert_failed(supervisor, root, "CORETSIA_WORKER_START_FAILED: worker-task-source-missing")
 
     def test_a_broken_distribution_fails_discovery(
-        self, root: Path, supervisors, sites: dict[str, Path]
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors, sites: dict[str, Path]
+    ) -> None:
         """An installed source entry that cannot be imported fails every unnamed discovery.
 
         Strict on purpose: the broken entry might be the very source meant to serve.
@@ -395,8 +399,8 @@ class TestDiscovery:
         )
 
     def test_naming_the_source_imports_only_that_entry(
-        self, root: Path, supervisors, sites: dict[str, Path]
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors, sites: dict[str, Path]
+    ) -> None:
         """The workaround for a broken neighbour: select the source by name."""
         http_root(root, task_source="third")
         supervisor = supervisors(root, env=pythonpath_first(sites["broken"]))
@@ -463,8 +467,8 @@ class TestOptionsCheckedAtStart:
 
 class TestHooks:
     def test_contributed_hooks_run_after_the_configured_ones_by_name(
-        self, root: Path, supervisors, sites: dict[str, Path]
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors, sites: dict[str, Path]
+    ) -> None:
         """Each unit of work: configured hooks first, then contributed ones by entry name."""
         app_root(root, task_source="sources_app:counted")
         with (root / "coretsia.toml").open("a") as config:
@@ -498,8 +502,8 @@ class TestHooks:
 
     @pytest.mark.parametrize("site", ["bad_kind", "bad_import", "not_callable"])
     def test_a_bad_contributed_hook_fails_the_start(
-        self, root: Path, supervisors, sites: dict[str, Path], site: str
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors, sites: dict[str, Path], site: str
+    ) -> None:
         """A hook entry of no known kind, that cannot be imported or that is not callable
         fails the start (start's catch-all: the seed has no token for hooks)."""
         app_root(root, task_source="sources_app:counted")
@@ -511,8 +515,8 @@ class TestHooks:
         assert units(root) == {}
 
     def test_a_failing_before_hook_skips_the_task_and_fails_it(
-        self, root: Path, supervisors
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """The task never runs, ``fail`` gets the hook's error, and the worker goes on."""
         app_root(root, task_source="sources_app:counted")
         with (root / "coretsia.toml").open("a") as config:
@@ -548,14 +552,16 @@ class TestWorkerTokens:
         ],
     )
     def test_each_token_through_a_running_pool(
-        self, root: Path, supervisors, factory: str, token: str, logged: set[str]
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors, factory: str, token: str, logged: set[str]
+    ) -> None:
         """The pool fails with the worker's token (exit 1, stderr), and nothing is left."""
         app_root(root, task_source=f"sources_app:{factory}")
         assert_failed(supervisors(root), root, f"CORETSIA_WORKER_{token}")
         assert {word for words in units(root).values() for word in words} == logged
 
-    def test_recycled_worker_that_is_never_ready(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_recycled_worker_that_is_never_ready(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """A fresh boot after max_requests gets start_timeout_ms, then fails the pool."""
         app_root(
             root,

@@ -8,12 +8,14 @@ import signal
 import stat
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
 from pools import (
     SUPERVISOR,
     Supervisor,
+    Supervisors,
     cli,
     lock_held,
     processes_in,
@@ -31,7 +33,7 @@ RUNTIME_FILES = (
 
 
 class TestStartStatusStop:
-    def test_full_lifecycle(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_full_lifecycle(self, root: Path, supervisors: Supervisors) -> None:
         """start, status, health and stop behave as the seed says, and nothing is left."""
         supervisor: Supervisor = supervisors(root)
         supervisor.wait_running()
@@ -54,7 +56,9 @@ class TestStartStatusStop:
             assert not (root / name).exists(), name
         assert processes_in(root) == []
 
-    def test_state_file_while_running(self, root: Path, supervisors, driver: str) -> None:  # type: ignore[no-untyped-def]
+    def test_state_file_while_running(
+        self, root: Path, supervisors: Supervisors, driver: str
+    ) -> None:
         """The state file carries exactly the seed's ten fields and says running."""
         supervisors(root).wait_running()
         state = json.loads((root / "var/tmp/worker.state.json").read_text())
@@ -77,7 +81,7 @@ class TestStartStatusStop:
         assert (root / "var/tmp/worker.lifecycle.json").stat().st_mode & 0o777 == 0o600
         assert (root / "var/tmp/worker.sock").stat().st_mode & 0o777 == 0o600
 
-    def test_sigterm_is_a_graceful_stop(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_sigterm_is_a_graceful_stop(self, root: Path, supervisors: Supervisors) -> None:
         """SIGTERM to the supervisor stops the pool cleanly with exit 0."""
         supervisor = supervisors(root)
         supervisor.wait_running()
@@ -86,7 +90,7 @@ class TestStartStatusStop:
         assert not lock_held(root)
         assert wait_gone(root) == []
 
-    def test_sigint_is_a_graceful_stop(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_sigint_is_a_graceful_stop(self, root: Path, supervisors: Supervisors) -> None:
         """Ctrl-C (SIGINT) stops the pool cleanly too."""
         supervisor = supervisors(root)
         supervisor.wait_running()
@@ -94,7 +98,7 @@ class TestStartStatusStop:
         assert supervisor.finish() == 0
         assert wait_gone(root) == []
 
-    def test_sigterm_to_the_whole_tree_at_once(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_sigterm_to_the_whole_tree_at_once(self, root: Path, supervisors: Supervisors) -> None:
         """A service manager signalling every process at once still gets a graceful stop."""
         supervisor = supervisors(root)
         supervisor.wait_running()
@@ -103,7 +107,7 @@ class TestStartStatusStop:
         assert supervisor.finish() == 0, supervisor.stderr
         assert wait_gone(root) == []
 
-    def test_guardian_ignores_terminal_signals(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_guardian_ignores_terminal_signals(self, root: Path, supervisors: Supervisors) -> None:
         """The guardian leads a session of its own (a terminal's signals never reach it),
         and SIGTERM, SIGINT and SIGHUP sent to it change nothing: it obeys its channel."""
         supervisor = supervisors(root)
@@ -118,7 +122,7 @@ class TestStartStatusStop:
         assert cli(root, "stop").returncode == 0
         assert supervisor.finish() == 0
 
-    def test_sighup_is_ignored(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_sighup_is_ignored(self, root: Path, supervisors: Supervisors) -> None:
         """SIGHUP to the supervisor does not stop the pool (there is nothing to reload)."""
         supervisor = supervisors(root)
         supervisor.wait_running()
@@ -127,7 +131,7 @@ class TestStartStatusStop:
         assert cli(root, "stop").returncode == 0
         assert supervisor.finish() == 0
 
-    def test_health_of_a_pool_still_starting(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_health_of_a_pool_still_starting(self, root: Path, supervisors: Supervisors) -> None:
         """A live pool that is not ready yet answers health unhealthy, exit 1, and says why."""
         write_root(root, task_source="lifecycle_app:slow_ready", stop_timeout_ms=300)
         supervisor = supervisors(root)
@@ -149,8 +153,8 @@ class TestStartStatusStop:
 
 class TestRuntimePaths:
     def test_runtime_paths_in_directories_that_do_not_exist_yet(
-        self, root: Path, supervisors
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """start creates the directories of the runtime paths (0700), through a symlink
         that stays inside the root too, and the pool runs and stops as usual."""
         (root / "data").mkdir()
@@ -176,8 +180,8 @@ class TestRuntimePaths:
         assert not (root / "data/state/worker.state.json").exists()
 
     def test_runtime_path_through_a_symlink_out_of_the_root(
-        self, root: Path, supervisors, tmp_path: Path
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors, tmp_path: Path
+    ) -> None:
         """A runtime path whose directory leads out of the root is a configuration error,
         refused before anything is written, there or in the root."""
         outside = tmp_path / "outside"
@@ -203,14 +207,15 @@ class TestRuntimePaths:
         ],
     )
     def test_runtime_path_naming_another_file_through_a_symlink(
-        self, root: Path, supervisors, key: str, path: str, rule: str
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors, key: str, path: str, rule: str
+    ) -> None:
         """A symlink inside the root can make another text name a canonical file (the
         generation fence, the locator) or another runtime path: refused as if written
         plainly, before anything is written."""
         (root / "var/tmp").mkdir(parents=True)
         (root / "alias").symlink_to("var/tmp")
-        write_root(root, **{key: path})
+        setting: dict[str, Any] = {key: path}
+        write_root(root, **setting)
         supervisor = supervisors(root)
         assert supervisor.finish() == 6
         assert supervisor.error == (
@@ -231,7 +236,7 @@ class TestNotRunning:
         assert stop.returncode == 3
         assert stop.stderr.strip() == "CORETSIA_WORKER_NOT_RUNNING: worker-not-running"
 
-    def test_stale_files_do_not_mean_running(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_stale_files_do_not_mean_running(self, root: Path, supervisors: Supervisors) -> None:
         """After a SIGKILLed supervisor a free lock is authoritative; start replaces stale files."""
         supervisor = supervisors(root)
         supervisor.wait_running()
@@ -248,7 +253,9 @@ class TestNotRunning:
 
 
 class TestSecondStart:
-    def test_second_start_fails_fast_and_changes_nothing(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_second_start_fails_fast_and_changes_nothing(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """A second start exits non-zero with ALREADY_RUNNING and leaves the pool untouched."""
         first = supervisors(root)
         first.wait_running()
@@ -271,7 +278,9 @@ class TestSecondStart:
 
 
 class TestStartFailures:
-    def _fails(self, supervisors, root: Path, expected: str, code: int = 1) -> Supervisor:  # type: ignore[no-untyped-def]
+    def _fails(
+        self, supervisors: Supervisors, root: Path, expected: str, code: int = 1
+    ) -> Supervisor:
         supervisor = supervisors(root)
         assert supervisor.finish(60) == code, supervisor.stderr
         assert supervisor.error == expected
@@ -281,7 +290,7 @@ class TestStartFailures:
             assert not (root / name).exists(), name
         return supervisor
 
-    def test_task_source_not_ready(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_task_source_not_ready(self, root: Path, supervisors: Supervisors) -> None:
         """A worker whose source fails assert_ready fails the start with its own token."""
         write_root(root, task_source="lifecycle_app:not_ready")
         supervisor = self._fails(
@@ -289,14 +298,14 @@ class TestStartFailures:
         )
         assert "secret" not in supervisor.stderr + supervisor.stdout
 
-    def test_readiness_timeout(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_readiness_timeout(self, root: Path, supervisors: Supervisors) -> None:
         """A worker that never becomes ready fails the start after start_timeout_ms."""
         write_root(
             root, task_source="lifecycle_app:slow_ready", start_timeout_ms=1500, stop_timeout_ms=300
         )
         self._fails(supervisors, root, "CORETSIA_WORKER_START_FAILED: worker-readiness-timeout")
 
-    def test_config_error(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_config_error(self, root: Path, supervisors: Supervisors) -> None:
         """An invalid configuration exits 6 naming the key and the rule, not the value."""
         write_root(root, workers=5000)
         supervisor = supervisors(root)
@@ -308,14 +317,14 @@ class TestStartFailures:
         assert "5000" not in supervisor.stderr
         assert not (root / "var").exists()
 
-    def test_invalid_task_type(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_invalid_task_type(self, root: Path, supervisors: Supervisors) -> None:
         """An invalid task_type is the seed's invalid-state lifecycle failure."""
         write_root(root, task_type="cron")
         supervisor = supervisors(root)
         assert supervisor.finish() == 1
         assert supervisor.error == "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-invalid-state"
 
-    def test_stop_during_start(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_stop_during_start(self, root: Path, supervisors: Supervisors) -> None:
         """SIGTERM while starting cancels the start, cleans up, and says it never ran."""
         write_root(root, task_source="lifecycle_app:slow_ready", stop_timeout_ms=300)
         supervisor = supervisors(root)
@@ -329,7 +338,7 @@ class TestStartFailures:
 
 
 class TestStopRequests:
-    def test_every_pending_stop_gets_stopped(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_every_pending_stop_gets_stopped(self, root: Path, supervisors: Supervisors) -> None:
         """Several concurrent stop clients all receive the terminal stopped."""
         write_root(root, task_source="lifecycle_app:stubborn", stop_timeout_ms=500)
         supervisor = supervisors(root)
@@ -344,7 +353,7 @@ class TestStopRequests:
             assert (client.returncode, out.strip(), err) == (0, b"stopped", b"")
         assert supervisor.finish() == 0
 
-    def test_stop_command_during_start(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_stop_command_during_start(self, root: Path, supervisors: Supervisors) -> None:
         """The stop command while starting cancels the start; the client gets stopped."""
         write_root(root, task_source="lifecycle_app:slow_ready", stop_timeout_ms=300)
         supervisor = supervisors(root)

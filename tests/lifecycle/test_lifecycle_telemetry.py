@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 from fixture_dist import install, wheel
-from pools import cli, wait_for, write_root
+from pools import Supervisors, cli, wait_for, write_root
 from site_hooks import pythonpath_first
 
 SECRET = "s3cr3t-task-payload"
@@ -118,8 +118,8 @@ def _exporter_plugin(site: Path) -> None:
     install(exporters, site)
 
 
-def test_spans_and_metrics_leave_the_supervisor_and_the_workers(  # type: ignore[no-untyped-def]
-    root: Path, supervisors, tmp_path: Path
+def test_spans_and_metrics_leave_the_supervisor_and_the_workers(
+    root: Path, supervisors: Supervisors, tmp_path: Path
 ) -> None:
     """worker.process (start, status, stop) and worker.task (six units) reach the exporter."""
     site = tmp_path / "site"

@@ -11,6 +11,7 @@ import pytest
 from faults import fault_env
 from pools import (
     Supervisor,
+    Supervisors,
     assert_failed,
     cli,
     lock_held,
@@ -21,7 +22,9 @@ from pools import (
 )
 
 
-def _fails_with(supervisors, root: Path, expected: str, fault: str | None = None) -> Supervisor:  # type: ignore[no-untyped-def]
+def _fails_with(
+    supervisors: Supervisors, root: Path, expected: str, fault: str | None = None
+) -> Supervisor:
     supervisor = supervisors(root, env=None if fault is None else fault_env(fault))
     assert_failed(supervisor, root, expected)
     return supervisor
@@ -37,7 +40,7 @@ def _outcome(supervisor: Supervisor) -> list[tuple[object, object]]:
 
 
 class TestWorkerTokens:
-    def test_receive_failure_after_readiness(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_receive_failure_after_readiness(self, root: Path, supervisors: Supervisors) -> None:
         """A source whose receive raises fails the running pool with its token."""
         write_root(root, task_source="lifecycle_app:broken_receive")
         _fails_with(
@@ -46,25 +49,25 @@ class TestWorkerTokens:
             "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-task-source-receive-failed",
         )
 
-    def test_forged_readiness_frame(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_forged_readiness_frame(self, root: Path, supervisors: Supervisors) -> None:
         """A malformed readiness frame fails the start as readiness-invalid."""
         write_root(root, task_source="lifecycle_app:forged_readiness", stop_timeout_ms=300)
         _fails_with(supervisors, root, "CORETSIA_WORKER_START_FAILED: worker-readiness-invalid")
 
-    def test_worker_dying_without_a_word(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_worker_dying_without_a_word(self, root: Path, supervisors: Supervisors) -> None:
         """A worker that exits during boot without a reason fails the start generically."""
         write_root(root, task_source="lifecycle_app:vanishing")
         _fails_with(supervisors, root, "CORETSIA_WORKER_START_FAILED: worker-child-start-failed")
 
 
 class TestSpawnAndLocatorFailures:
-    def test_os_refusing_a_worker_process(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_os_refusing_a_worker_process(self, root: Path, supervisors: Supervisors) -> None:
         """A spawn the OS refuses (EAGAIN: a process limit) fails the start as fork-failed."""
         _fails_with(
             supervisors, root, "CORETSIA_WORKER_FORK_FAILED: worker-fork-failed", "fork-refused"
         )
 
-    def test_locator_that_cannot_be_written(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_locator_that_cannot_be_written(self, root: Path, supervisors: Supervisors) -> None:
         """A failed locator write (a full disk) is its own token, and leaves no locator."""
         _fails_with(
             supervisors,
@@ -81,7 +84,9 @@ class TestHooks:
         ("kind", "token"),
         [("after", "worker-task-hook-failed"), ("reset", "worker-task-reset-failed")],
     )
-    def test_failing_hook_is_terminal(self, root: Path, supervisors, kind: str, token: str) -> None:  # type: ignore[no-untyped-def]
+    def test_failing_hook_is_terminal(
+        self, root: Path, supervisors: Supervisors, kind: str, token: str
+    ) -> None:
         """An after or reset hook that raises ends the worker, and the pool, with its token."""
         write_root(root, task_source="lifecycle_app:quick")
         with (root / "coretsia.toml").open("a") as config:
@@ -93,7 +98,7 @@ class TestHooks:
 
 
 class TestRuntimeFiles:
-    def test_lock_that_cannot_be_taken(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_lock_that_cannot_be_taken(self, root: Path, supervisors: Supervisors) -> None:
         """A lock path the guardian cannot open is a lock failure, not "already running"."""
         (root / "var/tmp/worker.lock").mkdir(parents=True)
         supervisor = supervisors(root)
@@ -103,7 +108,7 @@ class TestRuntimeFiles:
         )
         assert wait_gone(root) == []
 
-    def test_control_port_in_use(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_control_port_in_use(self, root: Path, supervisors: Supervisors) -> None:
         """A TCP control port another process listens on fails the start as lifecycle-failed."""
         import socket
 
@@ -121,12 +126,12 @@ class TestRuntimeFiles:
         assert str(port) not in supervisor.stderr
         assert not (root / "var/tmp/worker.lifecycle.json").exists()
 
-    def test_directory_at_the_socket_path(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_directory_at_the_socket_path(self, root: Path, supervisors: Supervisors) -> None:
         """A directory where the control socket goes cannot be replaced: lifecycle-failed."""
         (root / "var/tmp/worker.sock").mkdir(parents=True)
         _fails_with(supervisors, root, "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-lifecycle-failed")
 
-    def test_generations_that_cannot_be_written(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_generations_that_cannot_be_written(self, root: Path, supervisors: Supervisors) -> None:
         """A file at var/generations fails the start as lifecycle-failed, and the log
         says the pool failed with that token: never a clean stop."""
         (root / "var").mkdir()
@@ -136,7 +141,9 @@ class TestRuntimeFiles:
         )
         assert _outcome(supervisor) == [("pool.failed", "worker-lifecycle-failed")]
 
-    def test_endpoint_key_that_cannot_be_written(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_endpoint_key_that_cannot_be_written(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """A directory at the endpoint key's path fails the start as lifecycle-failed."""
         (root / "var/tmp/worker.endpoint-key/inside").mkdir(parents=True)
         supervisor = _fails_with(
@@ -144,7 +151,9 @@ class TestRuntimeFiles:
         )
         assert _outcome(supervisor) == [("pool.failed", "worker-lifecycle-failed")]
 
-    def test_unexpected_exception_in_the_supervisor(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_unexpected_exception_in_the_supervisor(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """Anything unexpected ends in start's catch-all, printed and logged alike."""
         supervisor = _fails_with(
             supervisors,
@@ -155,8 +164,8 @@ class TestRuntimeFiles:
         assert _outcome(supervisor) == [("pool.failed", "worker-start-failed")]
 
     def test_debug_switch_shows_what_the_catch_all_stands_for(
-        self, root: Path, supervisors
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """With the (unsafe) debug switch the unexpected exception's traceback is printed
         before the token, for the operator who asked; the token stays the last line."""
         env = {**fault_env("supervisor-raises"), "CORETSIA_DEBUG": "1"}
@@ -171,8 +180,8 @@ class TestRuntimeFiles:
 
     @pytest.mark.parametrize("link", ["var", "var/tmp", "var/generations"])
     def test_runtime_directory_outside_the_root(
-        self, root: Path, supervisors, tmp_path: Path, link: str
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors, tmp_path: Path, link: str
+    ) -> None:
         """A runtime directory that is a symlink out of the root is refused before anything
         is written there: no lock, no generation, no locator outside."""
         outside = tmp_path / "outside"
@@ -182,7 +191,9 @@ class TestRuntimeFiles:
         _fails_with(supervisors, root, "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-invalid-state")
         assert list(outside.iterdir()) == []
 
-    def test_stale_artifact_that_cannot_be_removed(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_stale_artifact_that_cannot_be_removed(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """A stale stop flag that cannot be deleted fails the start as a cleanup failure."""
         (root / "var/tmp/worker.stop/inside").mkdir(parents=True)
         supervisor = supervisors(root)
@@ -195,7 +206,9 @@ class TestRuntimeFiles:
 
 
 class TestRecycle:
-    def test_an_idle_worker_leaves_when_its_turn_comes(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_an_idle_worker_leaves_when_its_turn_comes(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """A worker blocked in receive, with no task coming, still recycles at once when
         the supervisor grants its turn (the grant wakes the stop descriptor the source
         waits on), instead of holding the one recycling turn until a next task."""
@@ -214,7 +227,9 @@ class TestRecycle:
         assert cli(root, "stop").returncode == 0
         assert supervisor.finish() == 0
 
-    def test_a_running_task_never_sees_a_recycle_as_a_stop(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_a_running_task_never_sees_a_recycle_as_a_stop(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """The go-ahead to retire wakes only a worker waiting for a task: one that runs a
         task when it arrives, and watches the stop meanwhile, sees none (the window is
         the task's own 0.5 s wait; the grant comes within milliseconds of the request)."""
@@ -234,8 +249,8 @@ class TestRecycle:
         assert set(before_the_stop) == {"saw-stop-False"}
 
     def test_retiring_workers_are_replaced_and_the_pool_stays_running(
-        self, root: Path, supervisors
-    ) -> None:  # type: ignore[no-untyped-def]
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
         """After max_requests a worker exits cleanly and a fresh one takes its slot."""
         write_root(root, task_source="lifecycle_app:quick", max_requests=1000)
         supervisor = supervisors(root)
@@ -255,7 +270,7 @@ class TestRecycle:
 
 
 @pytest.mark.parametrize("transport", ["tcp"])
-def test_tcp_control_transport(root: Path, supervisors, transport: str) -> None:  # type: ignore[no-untyped-def]
+def test_tcp_control_transport(root: Path, supervisors: Supervisors, transport: str) -> None:
     """With transport tcp the pool is controlled over 127.0.0.1 exactly."""
     import socket
 
@@ -286,7 +301,7 @@ def test_tcp_control_transport(root: Path, supervisors, transport: str) -> None:
 
 
 class TestSerializedRecycle:
-    def test_never_two_slots_out_at_once(self, root: Path, supervisors) -> None:  # type: ignore[no-untyped-def]
+    def test_never_two_slots_out_at_once(self, root: Path, supervisors: Supervisors) -> None:
         """With even load, recycles never overlap: at most one slot is ever not ready."""
         write_root(root, task_source="lifecycle_app:logged", workers=4, max_requests=20)
         supervisor = supervisors(root)

@@ -16,8 +16,8 @@ import signal
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pools
 import pytest
@@ -111,15 +111,7 @@ class Never(Typed):
 """
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Iterator[Path]:
-    root = tmp_path / "root"
-    root.mkdir()
-    yield root
-    pools.assert_none_left(root)
-
-
-def write(root: Path, worker: dict[str, object], tables: str) -> None:
+def write(root: Path, worker: dict[str, Any], tables: str) -> None:
     pools.write_root(root, **worker)
     with (root / "coretsia.toml").open("a") as config:
         config.write(textwrap.dedent(tables))

@@ -64,7 +64,7 @@ class AsyncTrue:
         """Async execute, flag true."""
 
 
-TASKS = {
+TASKS: dict[tuple[bool, bool], type[SyncFalse | SyncTrue | AsyncFalse | AsyncTrue]] = {
     (False, False): SyncFalse,
     (False, True): SyncTrue,
     (True, False): AsyncFalse,

@@ -116,9 +116,9 @@ def _raises(call: Any) -> ProcessError:
         lambda: ProcessManager().get(SECRET),
         lambda: ProcessManager().add(AsyncJob(), enable_async=False, name=SECRET),
         lambda: ProcessManager().set_ipc_type(SECRET),
-        lambda: ProcessManager().add_batch(SECRET, work),
-        lambda: ProcessManager().add(work, enable_async=SECRET),
-        lambda: ProcessManager().add(SECRET),
+        lambda: ProcessManager().add_batch(SECRET, work),  # type: ignore[arg-type]
+        lambda: ProcessManager().add(work, enable_async=SECRET),  # type: ignore[arg-type]
+        lambda: ProcessManager().add(SECRET),  # type: ignore[arg-type]
         lambda: ProcessManager().add(lambda p, w: SECRET, name=SECRET),
         lambda: ProcessManager(msg_queue_key=SECRET),  # type: ignore[arg-type]
         lambda: ProcessManager().add_batch(1024, work, name=SECRET).add(work, name=SECRET),

@@ -1,6 +1,6 @@
 """ProcessManager pools run for real: a script per scenario, real workers, real signals.
 
-Each test copies ``tests/support/process_app.py`` into a fresh project root and runs one of
+Each test copies ``tests/support/apps/process_app.py`` into a fresh project root and runs one of
 its scenarios with the test interpreter; the entries append what they saw to
 ``events.log``. Waits are on the script's exit, its output lines, or the log (bounded);
 the shared fixture fails any test that leaves a process behind, and every test also
@@ -13,36 +13,30 @@ import itertools
 import json
 import os
 import select
-import shutil
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import faults
 import pools
 import psutil
 import pytest
 
-APP = Path(__file__).resolve().parents[1] / "support" / "process_app.py"
 WAIT = 60.0
 
 
 @pytest.fixture
-def root(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
-    """A project root with the scenarios; a driver name as indirect parameter, or ``auto``."""
-    root = tmp_path / "root"
-    root.mkdir()
-    shutil.copy(APP, root / "process_app.py")
-    driver = getattr(request, "param", None)
-    pools.write_root(root, workers=1, stop_timeout_ms=3000, driver=driver)  # only [worker] is read
-    yield root
-    pools.assert_none_left(root)
+def root(root: Path) -> Path:
+    """The shared root (its driver an indirect parameter, or ``auto``) with the scenarios."""
+    pools.install_app(root, "process_app.py")
+    pools.write_root(root, workers=1, stop_timeout_ms=3000)  # only [worker] is read
+    return root
 
 
-def configure(root: Path, **worker: object) -> None:
+def configure(root: Path, **worker: Any) -> None:
     pools.write_root(root, **worker)
 
 

@@ -48,7 +48,7 @@ def replaced(pool: Any, worker_id: int) -> None:
 
 
 ORIGINAL_REPLACED = replaced
-replaced = work  # type: ignore[assignment]
+replaced = work
 
 module_level_lambda = lambda pool, worker_id: None  # noqa: E731
 
@@ -236,12 +236,12 @@ class TestRefused:
     def test_process_without_flags_is_refused(self) -> None:
         """An object with execute but no enabled / enable_async breaks the protocol."""
         with pytest.raises(ProcessTargetError, match="enabled and enable_async"):
-            ProcessManager().add(NoFlags())
+            ProcessManager().add(NoFlags())  # type: ignore[arg-type]
 
     def test_process_with_non_bool_flags_is_refused(self) -> None:
         """The protocol's flags are bools, not merely truthy values."""
         with pytest.raises(ProcessTargetError, match="must be bools"):
-            ProcessManager().add(TruthyFlags())
+            ProcessManager().add(TruthyFlags())  # type: ignore[arg-type]
 
 
 class NoFlags:

@@ -1,7 +1,8 @@
-"""Fixtures for the reference SQLite queue and source: short paths, a fake worker context.
+"""Fixtures for the reference SQLite queue and source: a fake worker context, test handlers.
 
-Paths are short on purpose: a waiter's notification socket lives next to the database, and
-an AF_UNIX path longer than about 100 bytes cannot be bound (pytest's tmp_path is long).
+Their directories are the shared ``short_root``: a waiter's notification socket lives next
+to the database, and an AF_UNIX path longer than about 100 bytes cannot be bound (pytest's
+tmp_path is long).
 """
 
 from __future__ import annotations
@@ -9,7 +10,6 @@ from __future__ import annotations
 import os
 import select
 import sys
-import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -86,13 +86,6 @@ class FakeContext:
 
 
 @pytest.fixture
-def short_dir() -> Iterator[Path]:
-    """A fresh directory with a short path (see the module docstring)."""
-    with tempfile.TemporaryDirectory(prefix="cq-", dir="/tmp") as tmp:
-        yield Path(tmp).resolve()
-
-
-@pytest.fixture
 def make_context() -> Iterator[Callable[..., FakeContext]]:
     """Build FakeContexts; their pipes are closed at teardown."""
     made: list[FakeContext] = []
@@ -108,9 +101,9 @@ def make_context() -> Iterator[Callable[..., FakeContext]]:
 
 
 @pytest.fixture
-def handlers(short_dir: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def handlers(short_root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     """An importable module ``cq_handlers`` of test handlers; its name is returned."""
-    package = short_dir / "app"
+    package = short_root / "app"
     package.mkdir()
     (package / "cq_handlers.py").write_text(HANDLERS, encoding="utf-8")
     monkeypatch.syspath_prepend(str(package))

@@ -23,8 +23,8 @@ from coretsia.sources.sqlite_queue import (
 
 
 @pytest.fixture
-def queue(short_dir: Path) -> Iterator[SqliteQueue]:
-    with SqliteQueue(short_dir / "var" / "q.sqlite3") as q:
+def queue(short_root: Path) -> Iterator[SqliteQueue]:
+    with SqliteQueue(short_root / "var" / "q.sqlite3") as q:
         yield q
 
 
@@ -37,9 +37,9 @@ def _counts(pending: int = 0, in_flight: int = 0, done: int = 0, failed: int = 0
 
 
 class TestOpening:
-    def test_creates_parent_directory_schema_and_wal(self, short_dir: Path) -> None:
+    def test_creates_parent_directory_schema_and_wal(self, short_root: Path) -> None:
         """First use creates var/ and the schema; the file is in WAL mode."""
-        path = short_dir / "a" / "b" / "q.sqlite3"
+        path = short_root / "a" / "b" / "q.sqlite3"
         with SqliteQueue(path) as q:
             q.check()
             assert q.stats() == _counts()
@@ -49,23 +49,23 @@ class TestOpening:
         finally:
             conn.close()
 
-    def test_reopening_keeps_the_messages(self, short_dir: Path) -> None:
-        path = short_dir / "q.sqlite3"
+    def test_reopening_keeps_the_messages(self, short_root: Path) -> None:
+        path = short_root / "q.sqlite3"
         with SqliteQueue(path) as q:
             q.enqueue(["a", "b"])
         with SqliteQueue(path, create=False) as q:
             assert q.stats() == _counts(pending=2)
 
-    def test_create_false_refuses_a_missing_file(self, short_dir: Path) -> None:
+    def test_create_false_refuses_a_missing_file(self, short_root: Path) -> None:
         """A read-only caller (stats) must not leave an empty database behind a typo."""
-        path = short_dir / "missing.sqlite3"
+        path = short_root / "missing.sqlite3"
         with pytest.raises(QueueError, match="does not exist"):
             SqliteQueue(path, create=False)
         assert not path.exists()
 
-    def test_a_foreign_database_is_refused(self, short_dir: Path) -> None:
+    def test_a_foreign_database_is_refused(self, short_root: Path) -> None:
         """A SQLite file with other tables is never turned into a queue."""
-        path = short_dir / "other.sqlite3"
+        path = short_root / "other.sqlite3"
         conn = sqlite3.connect(path)
         conn.execute("CREATE TABLE t (x)")
         conn.commit()
@@ -73,14 +73,14 @@ class TestOpening:
         with pytest.raises(QueueError, match="not a Coretsia queue"):
             SqliteQueue(path)
 
-    def test_a_file_that_is_not_sqlite_is_refused(self, short_dir: Path) -> None:
-        path = short_dir / "text.sqlite3"
+    def test_a_file_that_is_not_sqlite_is_refused(self, short_root: Path) -> None:
+        path = short_root / "text.sqlite3"
         path.write_text("hello, I am not a database\n" * 100)
         with pytest.raises(QueueError):
             SqliteQueue(path)
 
-    def test_a_newer_schema_is_refused(self, short_dir: Path) -> None:
-        path = short_dir / "q.sqlite3"
+    def test_a_newer_schema_is_refused(self, short_root: Path) -> None:
+        path = short_root / "q.sqlite3"
         SqliteQueue(path).close()
         conn = sqlite3.connect(path)
         conn.execute("PRAGMA user_version = 99")
@@ -342,8 +342,8 @@ class TestRecover:
 class TestGenerationLocks:
     """The lock files: private, removed when dead, and never a lease without one."""
 
-    def test_a_lease_holds_a_private_lock_file_until_close(self, short_dir: Path) -> None:
-        with SqliteQueue(short_dir / "var" / "q.sqlite3") as queue:
+    def test_a_lease_holds_a_private_lock_file_until_close(self, short_root: Path) -> None:
+        with SqliteQueue(short_root / "var" / "q.sqlite3") as queue:
             queue.enqueue(["a"])
             assert queue.lease("gen-1") is not None
             lock = Path(queue.generations_dir) / "gen-1.lock"
@@ -501,19 +501,19 @@ class TestOperatorTools:
 
 
 class TestDurability:
-    def test_a_worker_connection_is_normal_and_enqueue_stays_full(self, short_dir: Path) -> None:
+    def test_a_worker_connection_is_normal_and_enqueue_stays_full(self, short_root: Path) -> None:
         """NORMAL for lease/ack; enqueue switches to FULL for its commit and back."""
-        with SqliteQueue(short_dir / "q.sqlite3", synchronous="NORMAL") as queue:
+        with SqliteQueue(short_root / "q.sqlite3", synchronous="NORMAL") as queue:
             level = "PRAGMA synchronous"
             assert queue._conn.execute(level).fetchone() == (1,)
             queue.enqueue(["a"])
             assert queue._conn.execute(level).fetchone() == (1,)
-        with SqliteQueue(short_dir / "q.sqlite3") as queue:
+        with SqliteQueue(short_root / "q.sqlite3") as queue:
             assert queue._conn.execute(level).fetchone() == (2,)
 
-    def test_an_unknown_level_is_refused(self, short_dir: Path) -> None:
+    def test_an_unknown_level_is_refused(self, short_root: Path) -> None:
         with pytest.raises(ValueError, match="synchronous"):
-            SqliteQueue(short_dir / "q.sqlite3", synchronous="OFF")  # type: ignore[arg-type]
+            SqliteQueue(short_root / "q.sqlite3", synchronous="OFF")  # type: ignore[arg-type]
 
 
 class TestNotification:
@@ -558,9 +558,9 @@ class TestNotification:
         queue.enqueue(["a"])
         assert sorted(os.listdir(queue.notify_dir)) == ["README"]
 
-    def test_too_long_a_path_falls_back_without_notifications(self, short_dir: Path) -> None:
+    def test_too_long_a_path_falls_back_without_notifications(self, short_root: Path) -> None:
         """A socket path over the OS limit cannot be bound: wait still times out and stops."""
-        deep = short_dir / ("d" * 60) / ("e" * 60)
+        deep = short_root / ("d" * 60) / ("e" * 60)
         with SqliteQueue(deep / "q.sqlite3") as q:
             read, write = os.pipe()
             waiter = q.waiter(read)

@@ -55,8 +55,8 @@ def _payloads(db: Path) -> list[str]:
 
 
 @pytest.fixture
-def db(short_dir: Path) -> Path:
-    return short_dir / "var" / "q.sqlite3"
+def db(short_root: Path) -> Path:
+    return short_root / "var" / "q.sqlite3"
 
 
 def test_enqueue_from_arguments(
@@ -143,12 +143,12 @@ EVERY_COMMAND = [
 
 @pytest.mark.parametrize("argv", EVERY_COMMAND)
 def test_a_file_that_is_not_a_database_is_a_short_error(
-    short_dir: Path,
+    short_root: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     argv: list[str],
 ) -> None:
-    path = short_dir / "notes.txt"
+    path = short_root / "notes.txt"
     text = "not a database\n" * 200
     path.write_text(text)
     code, out, err = _run([argv[0], "--db", str(path), *argv[1:]], capsys, monkeypatch)
@@ -157,17 +157,17 @@ def test_a_file_that_is_not_a_database_is_a_short_error(
         "coretsia-sqlite-queue: error: cannot use the queue database: file is not a database\n"
     )
     assert path.read_text() == text
-    assert sorted(os.listdir(short_dir)) == ["notes.txt"]
+    assert sorted(os.listdir(short_root)) == ["notes.txt"]
 
 
 @pytest.mark.parametrize("argv", EVERY_COMMAND)
 def test_another_applications_database_is_a_short_error(
-    short_dir: Path,
+    short_root: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
     argv: list[str],
 ) -> None:
-    path = short_dir / "app.sqlite3"
+    path = short_root / "app.sqlite3"
     conn = sqlite3.connect(path)
     with conn:
         conn.execute("CREATE TABLE notes (text TEXT)")
@@ -178,7 +178,7 @@ def test_another_applications_database_is_a_short_error(
     assert (code, out) == (1, "")
     assert err == "coretsia-sqlite-queue: error: the file is not a Coretsia queue database\n"
     assert path.read_bytes() == before  # refused before anything was written (not even WAL)
-    assert sorted(os.listdir(short_dir)) == ["app.sqlite3"]
+    assert sorted(os.listdir(short_root)) == ["app.sqlite3"]
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("notes",)]
@@ -199,18 +199,18 @@ def test_usage_errors_exit_2(
     assert "Traceback" not in err
 
 
-def test_the_console_script_is_installed(short_dir: Path) -> None:
+def test_the_console_script_is_installed(short_root: Path) -> None:
     """The real executable, as an operator runs it: stdin in, JSON stats out."""
     env = {**os.environ, "PYTHONWARNINGS": "error"}
     enqueued = run_process(
         [QUEUE_CLI, "enqueue", "--db", "var/q.sqlite3"],
         stdin="job-1\njob-2\n",
-        cwd=short_dir,
+        cwd=short_root,
         env=env,
     )
     assert (enqueued.returncode, enqueued.stdout, enqueued.stderr) == (0, "enqueued 2\n", "")
     stats = run_process(
-        [QUEUE_CLI, "stats", "--db", "var/q.sqlite3", "--json"], cwd=short_dir, env=env
+        [QUEUE_CLI, "stats", "--db", "var/q.sqlite3", "--json"], cwd=short_root, env=env
     )
     assert (stats.returncode, stats.stderr) == (0, "")
     assert stats.stdout == '{"done":0,"failed":0,"in_flight":0,"pending":2}\n'
@@ -418,14 +418,14 @@ def test_the_operator_commands_never_create_a_database(
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o000, 0o277])
-def test_files_and_directories_are_private_whatever_the_umask(short_dir: Path, umask: int) -> None:
+def test_files_and_directories_are_private_whatever_the_umask(short_root: Path, umask: int) -> None:
     """The console script (and a worker's waiter and lock) create 0600 files and 0700 dirs.
 
     Under 022 and 000 a plain ``mkdir``/``open`` would give 0755/0644 or 0777/0666; 277
     takes the owner's own write bit, which only setting the mode after creating undoes
     (a ``0500`` parent could not even hold the database).
     """
-    existing = short_dir / "mine"
+    existing = short_root / "mine"
     existing.mkdir(mode=0o755)
     existing.chmod(0o755)
     db = existing / "a" / "b" / "q.sqlite3"

@@ -131,19 +131,19 @@ def read_line(proc: subprocess.Popen[bytes], timeout: float = 15) -> str:
 
 
 @pytest.fixture
-def workers(short_dir: Path, handlers: str) -> Iterator[Workers]:
-    pool = Workers(short_dir, short_dir / "app")
+def workers(short_root: Path, handlers: str) -> Iterator[Workers]:
+    pool = Workers(short_root, short_root / "app")
     yield pool
     pool.close()
 
 
 def test_concurrent_workers_lease_every_message_exactly_once(
-    workers: Workers, short_dir: Path
+    workers: Workers, short_root: Path
 ) -> None:
     """Four processes, a fresh database, batches arriving while they work: no loss, no dup."""
     procs = workers.start(4, "cq_handlers:record", "gen-1")  # they create the database together
     total = 400
-    with SqliteQueue(short_dir / "var" / "q.sqlite3") as queue:
+    with SqliteQueue(short_root / "var" / "q.sqlite3") as queue:
         for batch in range(10):
             queue.enqueue(f"m{batch}-{i}" for i in range(total // 10))
             time.sleep(0.02)
@@ -162,20 +162,20 @@ def test_concurrent_workers_lease_every_message_exactly_once(
 
 def test_a_sigkilled_worker_loses_nothing(
     workers: Workers,
-    short_dir: Path,
+    short_root: Path,
     handlers: str,
     make_context: Callable[..., Any],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Its lease survives the kill; the next generation gets the message back, once."""
     (victim,) = workers.start(1, "cq_handlers:hang", "gen-1")
-    with SqliteQueue(short_dir / "var" / "q.sqlite3") as queue:
+    with SqliteQueue(short_root / "var" / "q.sqlite3") as queue:
         queue.enqueue(["precious", "next"])
     assert read_line(victim) == "leased 1"
     victim.kill()
     victim.wait(timeout=10)
 
-    monkeypatch.chdir(short_dir)
+    monkeypatch.chdir(short_root)
     options = {"handler": f"{handlers}:record", "database": "var/q.sqlite3"}
     source = make_source(make_context(options, generation="gen-2"))
     try:
@@ -192,16 +192,16 @@ def test_a_sigkilled_worker_loses_nothing(
         assert source.queue.stats() == {"pending": 0, "in_flight": 1, "done": 1, "failed": 0}
     finally:
         source.close()
-    with SqliteQueue(short_dir / "var" / "q.sqlite3") as queue:
+    with SqliteQueue(short_root / "var" / "q.sqlite3") as queue:
         assert queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 0}
 
 
 def test_two_pools_on_one_database_never_take_each_others_live_lease(
-    workers: Workers, short_dir: Path
+    workers: Workers, short_root: Path
 ) -> None:
     """Pool B's recovery leaves pool A's running task alone; once A is killed, B takes it."""
     (pool_a,) = workers.start(1, "cq_handlers:hang", "pool-a")
-    db = short_dir / "var" / "q.sqlite3"
+    db = short_root / "var" / "q.sqlite3"
     with SqliteQueue(db) as queue:
         queue.enqueue(["long-task"])
     assert read_line(pool_a) == "leased 1"

@@ -32,10 +32,10 @@ if TYPE_CHECKING:  # conftest is not an importable module; the type is for reade
 
 
 @pytest.fixture
-def root(short_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The project root: the worker's working directory, as the launcher sets it."""
-    monkeypatch.chdir(short_dir)
-    return short_dir
+def root(short_root: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A root that is the working directory, as the launcher sets a worker's."""
+    monkeypatch.chdir(short_root)
+    return short_root
 
 
 @pytest.fixture

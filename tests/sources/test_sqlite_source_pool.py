@@ -7,94 +7,34 @@ source meets the real context: ``options``, ``generation``, the inherited stop d
 from __future__ import annotations
 
 import json
-import tempfile
-import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from commands import QUEUE_CLI, run_process
-from pools import Supervisor, assert_none_left, cli, lock_held, wait_for
+from pools import Supervisors, cli, install_app, lock_held, wait_for, write_root
 
-APP = """
-import os
-import time
+OPTIONS = {"handler": "sqlite_pool_app:handle", "max_attempts": 2}
 
 
-def handle(payload):
-    with open("handled.log", "a") as log:
-        log.write(f"{os.getpid()} {payload}\\n")
-    if payload == "bad":
-        raise ValueError("bad payload")
-    if payload == "slow" and os.path.exists("hang"):
-        time.sleep(60)
-    return payload
-"""
-
-CONFIG = """
-[worker]
-task_type = "queue"
-task_source = "sqlite"
-workers = 2
-start_timeout_ms = 20000
-stop_timeout_ms = 3000
-force_kill_timeout_ms = 1000
-
-[worker.source_options]
-handler = "sqlite_pool_app:handle"
-max_attempts = 2
-"""
-
-
-def make_root(tmp: str, driver: str | None = None) -> Path:
-    """A root for the sqlite source; ``driver`` set, or left to ``auto``."""
-    path = Path(tmp).resolve()
-    config = textwrap.dedent(CONFIG)
-    if driver is not None:
-        config = config.replace("[worker]\n", f'[worker]\ndriver = "{driver}"\n', 1)
-    (path / "coretsia.toml").write_text(config)
-    (path / "sqlite_pool_app.py").write_text(textwrap.dedent(APP))
-    return path
+def configure(root: Path, **options: object) -> Path:
+    """A queue pool of two workers on the sqlite source, its handler installed."""
+    write_root(root, task_type="queue", task_source="sqlite", source_options={**OPTIONS, **options})
+    install_app(root, "sqlite_pool_app.py")
+    return root
 
 
 @pytest.fixture
-def root(request: pytest.FixtureRequest) -> Iterator[Path]:
-    """A project root configured for the sqlite source; nothing may be left running in it.
-
-    Parametrized indirectly by a driver name where a test runs once per driver.
-    """
-    with tempfile.TemporaryDirectory(prefix="cq-", dir="/tmp") as tmp:
-        path = make_root(tmp, getattr(request, "param", None))
-        yield path
-        assert_none_left(path)
+def root(root: Path) -> Path:
+    """The shared root, configured for the sqlite source."""
+    return configure(root)
 
 
 @pytest.fixture
-def next_root(root: Path) -> Iterator[Path]:
+def next_root(root: Path, short_roots: Callable[[], Path]) -> Path:
     """Another root with the same configuration, taking over ``root``'s database."""
-    with tempfile.TemporaryDirectory(prefix="cq-", dir="/tmp") as tmp:
-        path = make_root(tmp)
-        config = path / "coretsia.toml"
-        database = root / "var" / "queue.sqlite3"
-        config.write_text(config.read_text() + f'database = "{database}"\n')
-        yield path
-        assert_none_left(path)
-
-
-@pytest.fixture
-def start() -> Iterator[Callable[[Path], Supervisor]]:
-    started: list[Supervisor] = []
-
-    def start_one(root: Path) -> Supervisor:
-        supervisor = Supervisor(root)
-        started.append(supervisor)
-        supervisor.wait_running()
-        return supervisor
-
-    yield start_one
-    for supervisor in started:
-        supervisor.close()
+    return configure(short_roots(), database=str(root / "var" / "queue.sqlite3"))
 
 
 def queue_cli(root: Path, *args: str, stdin: str | None = None) -> str:
@@ -115,10 +55,8 @@ def handled(root: Path) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("root", ["fork", "proc"], indirect=True)
-def test_a_pool_drains_the_queue_and_stops_at_once(
-    root: Path, start: Callable[[Path], Supervisor]
-) -> None:
-    supervisor = start(root)
+def test_a_pool_drains_the_queue_and_stops_at_once(root: Path, supervisors: Supervisors) -> None:
+    supervisor = supervisors.running(root)
     driver = json.loads(cli(root, "status", "--json").stdout)["driver"]
     assert f'driver = "{driver}"' in (root / "coretsia.toml").read_text()  # the one asked for
     payloads = [f"job-{i}" for i in range(30)] + ["bad"]
@@ -136,7 +74,7 @@ def test_a_pool_drains_the_queue_and_stops_at_once(
 @pytest.mark.slow
 @pytest.mark.parametrize("successor", ["same root", "next root"])
 def test_the_next_generation_recovers_a_killed_pools_lease(
-    root: Path, start: Callable[[Path], Supervisor], request: pytest.FixtureRequest, successor: str
+    root: Path, supervisors: Supervisors, request: pytest.FixtureRequest, successor: str
 ) -> None:
     """A killed pool's lease is recovered by the next pool on the database.
 
@@ -147,7 +85,7 @@ def test_the_next_generation_recovers_a_killed_pools_lease(
     config = root / "coretsia.toml"  # the stuck task need not hold the cleanup for 3 s
     config.write_text(config.read_text().replace("stop_timeout_ms = 3000", "stop_timeout_ms = 200"))
     (root / "hang").touch()
-    first = start(root)
+    first = supervisors.running(root)
     queue_cli(root, "enqueue", "slow")
     wait_for(lambda: handled(root) == ["slow"], 15)
     first.kill()  # SIGKILL: the guardian kills the workers, the lease stays in the file
@@ -156,7 +94,9 @@ def test_the_next_generation_recovers_a_killed_pools_lease(
 
     (root / "hang").unlink()
     after: Path = root if successor == "same root" else request.getfixturevalue("next_root")
-    second = start(after)  # its workers recover the dead generation's lease at construction
+    second = supervisors.running(
+        after
+    )  # its workers recover the dead generation's lease at construction
     wait_for(lambda: stats(root)["done"] == 1, 15)
     assert handled(root) + (handled(after) if after != root else []) == ["slow", "slow"]
     assert cli(after, "stop").returncode == 0

@@ -8,9 +8,10 @@ import pytest
 
 from coretsia.supervisor import cli
 from coretsia.worker_protocol.exceptions import WorkerError
+from coretsia.worker_protocol.exit_codes import ExitCode
 
 
-def _boom(_args: object) -> cli.ExitCode:
+def _boom(_args: object) -> ExitCode:
     raise RuntimeError("secret detail at /srv/app with token 5f5f")
 
 
@@ -24,8 +25,13 @@ def _boom(_args: object) -> cli.ExitCode:
     ],
 )
 def test_unexpected_exception_becomes_the_catch_all(
-    command: str, expected: str, code: int, monkeypatch: pytest.MonkeyPatch, capsys, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+    command: str,
+    expected: str,
+    code: int,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+) -> None:
     """An injected exception prints only the command's catch-all token and exit code."""
     _, catch_all = cli.COMMANDS[command]
     monkeypatch.setitem(cli.COMMANDS, command, (_boom, catch_all))
@@ -39,13 +45,13 @@ def test_unexpected_exception_becomes_the_catch_all(
 
 
 def test_worker_error_keeps_its_own_token(
-    monkeypatch: pytest.MonkeyPatch, capsys, tmp_path: Path
-) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     """A WorkerError raised by a command keeps its code, reason and exit status."""
     from coretsia.worker_protocol.catalogue import Reason
     from coretsia.worker_protocol.exceptions import WorkerLifecycleFailedError
 
-    def fail(_args: object) -> cli.ExitCode:
+    def fail(_args: object) -> ExitCode:
         raise WorkerLifecycleFailedError(Reason.SHUTDOWN_FAILED)
 
     monkeypatch.setitem(cli.COMMANDS, "stop", (fail, cli.COMMANDS["stop"][1]))
@@ -55,7 +61,7 @@ def test_worker_error_keeps_its_own_token(
     assert capsys.readouterr().err == "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-shutdown-failed\n"
 
 
-def test_missing_root_is_a_config_error(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_missing_root_is_a_config_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     """A --root that does not exist exits 6 without echoing the path."""
     with pytest.raises(SystemExit) as info:
         cli.main(["status", "--root", str(tmp_path / "nope")])
@@ -67,7 +73,7 @@ def test_missing_root_is_a_config_error(capsys, tmp_path: Path) -> None:  # type
     )
 
 
-def test_usage_error_exits_2(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     """argparse's usage errors keep their conventional status 2."""
     with pytest.raises(SystemExit) as info:
         cli.main(["frobnicate"])

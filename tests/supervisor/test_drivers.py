@@ -13,8 +13,6 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pools
@@ -37,7 +35,7 @@ PLATFORMS = {
     "windows": ("win32",),
 }
 
-EXPECTED = {
+EXPECTED: dict[str, dict[DriverRequest, Driver | None]] = {
     "posix": {AUTO: Driver.FORK, FORK: Driver.FORK, PROC: Driver.PROC},
     "no-posix-spawn": {AUTO: Driver.PROC, FORK: UNAVAILABLE, PROC: Driver.PROC},
     "no-fd-passing": {AUTO: Driver.FORK, FORK: Driver.FORK, PROC: UNAVAILABLE},
@@ -87,15 +85,6 @@ from coretsia.supervisor.cli import main
 main()
 """
 """The real ``coretsia-supervisor`` in a process that lacks what ``argv[1]`` names."""
-
-
-@pytest.fixture
-def root() -> Iterator[Path]:
-    """A project root with a short path (its control socket lives in it)."""
-    with tempfile.TemporaryDirectory(prefix="cw-", dir="/tmp") as tmp:
-        path = Path(tmp).resolve()
-        yield path
-        pools.assert_none_left(path)
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ def test_created_private_and_reused(tmp_path: Path) -> None:
         pytest.param(lambda path: path.write_bytes(b"k" * 33), id="too-long"),
     ],
 )
-def test_untrusted_key_is_replaced(tmp_path: Path, spoil) -> None:  # type: ignore[no-untyped-def]
+def test_untrusted_key_is_replaced(tmp_path: Path, spoil: Callable[[Path], object]) -> None:
     """A key others may have read (or a damaged one) is never used for the hash again."""
     path = tmp_path / "worker.endpoint-key"
     old = files.endpoint_key(path)

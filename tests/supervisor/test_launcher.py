@@ -24,7 +24,7 @@ from types import TracebackType
 
 import psutil
 import pytest
-from pools import wait_for
+from pools import install_app, wait_for
 
 from coretsia.supervisor.generation import publish
 from coretsia.worker_protocol.catalogue import Reason
@@ -42,136 +42,6 @@ WAIT = 10.0  # upper bound on any single wait; tests finish far sooner
 REPO = Path(__file__).resolve().parents[2]
 QUICKSTART = REPO / "docs" / "examples" / "quickstart"
 
-SOURCES = """
-import os
-import sys
-
-from coretsia.worker_protocol.task_source import TaskSourceContext
-
-
-def record(line):
-    with open("calls.log", "a") as log:
-        log.write(line + "\\n")
-
-
-class Task:
-    def __init__(self, mode):
-        self.mode = mode
-        if mode == "says-attempt":
-            self.attempt, self.retried = 2, False
-        elif mode == "says-nonsense":
-            self.attempt, self.retried = True, "yes"
-
-    def run(self):
-        record("run")
-        if self.mode in ("run-fails", "fail-fails", "says-attempt", "says-nonsense"):
-            raise ValueError("task failed")
-        return 42
-
-    def complete(self, result):
-        record(f"complete {result}")
-        if self.mode == "complete-fails":
-            raise RuntimeError("complete failed")
-
-    def fail(self, error):
-        record(f"fail {type(error).__name__}")
-        if self.mode == "fail-fails":
-            raise RuntimeError("fail failed")
-
-
-class Source:
-    def __init__(self, context, mode):
-        self.context = context
-        self.mode = mode
-
-    def assert_ready(self):
-        record("assert_ready")
-        if self.mode == "not-ready":
-            raise ConnectionError("backend down")
-
-    def receive(self):
-        if self.mode == "blocking":
-            # Blocks until stop: a cooperative stop must wake it at once.
-            assert self.context.wait_for_stop(None)
-            return None
-        if self.mode == "receive-fails":
-            raise OSError("broker gone")
-        if self.mode == "terminates":
-            return None
-        return Task(self.mode)
-
-
-def blocking(context):
-    record(
-        f"context {isinstance(context, TaskSourceContext)} {context.task_type} "
-        f"{context.slot} {context.stopping} {context.wait_for_stop(0.01)}"
-    )
-    record(f"env {'CORETSIA_WORKER_PARENT_PID' in os.environ}")
-    record(f"path {os.path.basename(sys.path[0])}")
-    return Source(context, "blocking")
-
-
-def immediate(context):
-    return Source(context, "immediate")
-
-
-def run_fails(context):
-    return Source(context, "run-fails")
-
-
-def says_attempt(context):
-    return Source(context, "says-attempt")
-
-
-def says_nonsense(context):
-    return Source(context, "says-nonsense")
-
-
-def complete_fails(context):
-    return Source(context, "complete-fails")
-
-
-def fail_fails(context):
-    return Source(context, "fail-fails")
-
-
-def not_ready(context):
-    return Source(context, "not-ready")
-
-
-def receive_fails(context):
-    return Source(context, "receive-fails")
-
-
-def terminates(context):
-    return Source(context, "terminates")
-
-
-def invalid(context):
-    return object()
-
-
-def other_type(context):
-    return Source(context, "immediate")
-
-
-other_type.task_type = "http"  # declared, and not the generation's queue
-
-
-def raising(context):
-    raise RuntimeError("factory failed")
-
-
-def exits(context):
-    raise SystemExit(0)
-
-
-class Nested:
-    factory = staticmethod(immediate)
-
-
-not_callable = 5
-"""
 
 HEAVY = ("trio", "cattrs", "attrs", "psutil")
 
@@ -229,12 +99,11 @@ def _spec(**overrides: object) -> dict[str, object]:
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
+def root(short_root: Path) -> Path:
     """A project root with the test task sources on ``apps/`` (no generation yet)."""
-    project = tmp_path / "root"
-    (project / "apps").mkdir(parents=True)
-    (project / "apps" / "sources.py").write_text(SOURCES)
-    return project
+    (short_root / "apps").mkdir()
+    install_app(short_root / "apps", "launcher_sources.py", "sources.py")
+    return short_root
 
 
 def _calls(root: Path) -> list[str]:

@@ -31,7 +31,7 @@ def test_watchdog_interval(env: dict[str, str], interval: float | None) -> None:
     assert Notifier(env).watchdog_interval_s == interval
 
 
-def test_failure_is_reported_once(capsys, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_failure_is_reported_once(capsys: pytest.CaptureFixture[str], tmp_path) -> None:
     """A socket nobody listens on is one warning on stderr, not an exception."""
     notifier = Notifier({"NOTIFY_SOCKET": str(tmp_path / "nobody.sock")})
     notifier.ready("running")

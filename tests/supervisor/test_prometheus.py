@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import socket
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import pools
@@ -22,22 +21,6 @@ from coretsia.supervisor.config import load_config
 from coretsia.supervisor.telemetry import FanoutMeter, Telemetry
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Iterator[Path]:
-    root = tmp_path / "root"
-    root.mkdir()
-    yield root
-    pools.assert_none_left(root)
-
-
-@pytest.fixture
-def supervisor_of(root: Path) -> Iterator[list[pools.Supervisor]]:
-    started: list[pools.Supervisor] = []
-    yield started
-    for supervisor in started:
-        supervisor.close()
 
 
 @pytest.fixture
@@ -61,11 +44,10 @@ def scrape(port: int) -> dict[str, float]:
 
 
 def test_a_pool_serves_its_families_until_it_stops(
-    root: Path, port: int, supervisor_of: list[pools.Supervisor]
+    root: Path, port: int, supervisors: pools.Supervisors
 ) -> None:
     pools.write_root(root, workers=2, metrics_port=port)
-    supervisor = pools.Supervisor(root)
-    supervisor_of.append(supervisor)
+    supervisor = supervisors(root)
     supervisor.wait_running()
     samples = scrape(port)
     assert samples['worker_process_total{status="start_success"}'] == 1.0
@@ -84,15 +66,14 @@ def test_a_pool_serves_its_families_until_it_stops(
 
 
 def test_a_taken_port_leaves_the_pool_running_without_the_endpoint(
-    root: Path, port: int, supervisor_of: list[pools.Supervisor]
+    root: Path, port: int, supervisors: pools.Supervisors
 ) -> None:
     """Seed 000: an observability failure changes no lifecycle outcome."""
     pools.write_root(root, workers=1, metrics_port=port)
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", port))
         squatter.listen()
-        supervisor = pools.Supervisor(root)
-        supervisor_of.append(supervisor)
+        supervisor = supervisors(root)
         supervisor.wait_running()
         assert pools.cli(root, "stop").returncode == 0
         assert supervisor.finish() == 0, supervisor.stderr

@@ -8,6 +8,7 @@ real objects that raise, injected exactly where the real ones would be.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, cast
 
 import pytest
 from telemetry_memory import Pipeline, Raising, Recorded
@@ -19,6 +20,9 @@ from coretsia.supervisor.telemetry import (
     TASK_OUTCOMES,
     Telemetry,
 )
+
+if TYPE_CHECKING:
+    from coretsia.supervisor.telemetry import ProcessOperation
 
 SEED_STATUSES = {
     "start_success",
@@ -71,7 +75,7 @@ class TestProcess:
         """start/stop/status x success/failure: the span says both, the counter the status."""
         telemetry, recorded = make(pipeline)
         operation, outcome = status.split("_")
-        telemetry.process(operation).finish(outcome)
+        telemetry.process(cast("ProcessOperation", operation)).finish(outcome)
         assert recorded.span_attributes("worker.process") == [
             {"operation": operation, "outcome": outcome}
         ]
@@ -136,14 +140,14 @@ class TestFailuresChangeNothing:
 
     def test_raising_tracer_and_meter(self) -> None:
         """Construction, begin and finish all return normally."""
-        telemetry = Telemetry(Raising(), Raising(), broken_clock)
+        telemetry = Telemetry(Raising(), Raising(), broken_clock)  # type: ignore[arg-type]
         telemetry.process("start").finish("success")
         telemetry.task("queue").finish("completed")
 
     def test_raising_spans_still_count(self, pipeline: Pipeline) -> None:
         """A span that fails to end does not cost the metrics."""
         _, meter_provider, recorded = pipeline
-        telemetry = Telemetry(RaisingSpans(), meter_provider.get_meter("test"))
+        telemetry = Telemetry(RaisingSpans(), meter_provider.get_meter("test"))  # type: ignore[arg-type]
         telemetry.task("queue").finish("completed")
         assert recorded.points("worker.task_total") == [
             ({"operation": "queue", "outcome": "completed"}, 1)
@@ -152,7 +156,7 @@ class TestFailuresChangeNothing:
     def test_raising_meter_still_traces(self, pipeline: Pipeline) -> None:
         """A meter that cannot make instruments does not cost the spans."""
         tracer_provider, _, recorded = pipeline
-        telemetry = Telemetry(tracer_provider.get_tracer("test"), Raising())
+        telemetry = Telemetry(tracer_provider.get_tracer("test"), Raising())  # type: ignore[arg-type]
         telemetry.process("stop").finish("failure")
         assert recorded.span_attributes("worker.process") == [
             {"operation": "stop", "outcome": "failure"}
@@ -179,7 +183,7 @@ def test_every_label_and_attribute_is_allowed(pipeline: Pipeline) -> None:
     telemetry, recorded = make(pipeline, clock=lambda: 0)
     for status in PROCESS_STATUSES:
         operation, outcome = status.split("_")
-        telemetry.process(operation).finish(outcome)
+        telemetry.process(cast("ProcessOperation", operation)).finish(outcome)
     for operation in TASK_OPERATIONS:
         for outcome in TASK_OUTCOMES:
             telemetry.task(operation).finish(outcome)

@@ -13,186 +13,28 @@ re-parented away from the test runner.
 from __future__ import annotations
 
 import select
+import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import psutil
 
 SUPERVISOR = [sys.executable, "-m", "coretsia.supervisor.cli"]
 
-SOURCES = '''
-import os, signal, sys, time
-
-class Task:
-    def __init__(self, action):
-        self.action = action
-    def run(self):
-        return self.action()
-    def complete(self, result):
-        pass
-    def fail(self, error):
-        pass
-
-class IdleSource:
-    """Waits for stop; hands out no task."""
-    def __init__(self, ctx):
-        self.ctx = ctx
-    def assert_ready(self):
-        pass
-    def receive(self):
-        self.ctx.wait_for_stop(None)
-        return None
-
-def idle(ctx):
-    return IdleSource(ctx)
-
-class OneTask(IdleSource):
-    """One task (logged with this worker's pid), then idle until stopped (or, once
-    retiring, until its turn comes)."""
-    given = False
-    def receive(self):
-        if not self.given:
-            self.given = True
-            return Task(lambda: _log("served", os.getpid()))
-        return super().receive()
-
-def one_task(ctx):
-    return OneTask(ctx)
-
-class Watchful(IdleSource):
-    """Two tasks, then idle. The second runs after the worker asked to retire (with
-    max_requests = 1) and watches the stop for a while, as a long task may: the
-    supervisor's go-ahead, arriving meanwhile, must not look like a stop to it."""
-    given = 0
-    def receive(self):
-        self.given += 1
-        if self.given == 1:
-            return Task(lambda: None)
-        if self.given == 2:
-            return Task(lambda: _log(f"saw-stop-{self.ctx.wait_for_stop(0.5)}", os.getpid()))
-        return super().receive()
-
-def watchful(ctx):
-    return Watchful(ctx)
-
-class NotReady(IdleSource):
-    def assert_ready(self):
-        raise RuntimeError("broker down at /secret/path")
-
-def not_ready(ctx):
-    return NotReady(ctx)
-
-class SlowReady(IdleSource):
-    def assert_ready(self):
-        time.sleep(3600)
-
-def slow_ready(ctx):
-    return SlowReady(ctx)
-
-class Stubborn(IdleSource):
-    """Its one task ignores SIGTERM and never ends: only SIGKILL stops it."""
-    def receive(self):
-        def forever():
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            while True:
-                time.sleep(60)
-        return Task(forever)
-
-def stubborn(ctx):
-    return Stubborn(ctx)
-
-class Quick(IdleSource):
-    """Hands out trivial tasks as fast as they are asked for, until stop."""
-    def receive(self):
-        if self.ctx.stopping:
-            return None
-        return Task(lambda: 1)
-
-def quick(ctx):
-    return Quick(ctx)
-
-class BrokenReceive(IdleSource):
-    def receive(self):
-        raise RuntimeError("queue /secret/path unreachable")
-
-def broken_receive(ctx):
-    return BrokenReceive(ctx)
-
-class ForgedReadiness(IdleSource):
-    def assert_ready(self):
-        os.write(3, b'{"garbage": true}' + bytes([10]))
-        time.sleep(3600)
-
-def forged_readiness(ctx):
-    return ForgedReadiness(ctx)
-
-def vanishing(ctx):
-    os._exit(3)
-
-def _sleep_forever():
-    while True:
-        time.sleep(3600)
-
-class Spawning(IdleSource):
-    """Starts a plain child and a double-forked, setsid escapee before readiness."""
-    def assert_ready(self):
-        import subprocess
-        self.child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
-        if os.fork() == 0:
-            os.setsid()
-            if os.fork() == 0:
-                _sleep_forever()
-            os._exit(0)
-
-def spawning(ctx):
-    return Spawning(ctx)
-
-class ForkedHolder(IdleSource):
-    """Forks a child that keeps every inherited descriptor (the fence) and outlives us."""
-    def assert_ready(self):
-        if os.fork() == 0:
-            os.setsid()
-            _sleep_forever()
-
-def forked_holder(ctx):
-    return ForkedHolder(ctx)
-
-def _log(event, slot):
-    line = f"{event} {slot} {time.monotonic()}".encode() + bytes([10])
-    fd = os.open("recycle.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
-
-class Logged(Quick):
-    """Quick tasks; logs its readiness and its clean exit, for the recycle test."""
-    def assert_ready(self):
-        import atexit
-        atexit.register(_log, "exit", self.ctx.slot)
-        _log("ready", self.ctx.slot)
-
-def logged(ctx):
-    return Logged(ctx)
-
-def bad_hook():
-    raise RuntimeError("hook saw /secret/path")
-
-def good_hook():
-    pass
-'''
+APPS = Path(__file__).resolve().parent / "apps"
+"""The test applications: each is copied into a root, where the pool imports it."""
 
 
 def _current_driver(root: Path) -> str | None:
-    try:
+    if sys.version_info >= (3, 11):
         import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib
+    else:  # Python 3.10
+        import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
     try:
         data = tomllib.loads((root / "coretsia.toml").read_text())
     except FileNotFoundError:
@@ -202,7 +44,7 @@ def _current_driver(root: Path) -> str | None:
 
 
 def write_root(
-    root: Path, *, source_options: Mapping[str, object] | None = None, **worker: object
+    root: Path, *, source_options: Mapping[str, object] | None = None, **worker: Any
 ) -> Path:
     """Write ``coretsia.toml`` (its ``[worker]`` table from ``worker``) and the test app.
 
@@ -224,8 +66,13 @@ def write_root(
     if source_options is not None:
         lines += ["", "[worker.source_options]", *_toml_lines(source_options)]
     (root / "coretsia.toml").write_text("\n".join(lines) + "\n")
-    (root / "lifecycle_app.py").write_text(textwrap.dedent(SOURCES))
+    install_app(root, "lifecycle_app.py")
     return root
+
+
+def install_app(root: Path, name: str, as_name: str | None = None) -> Path:
+    """Copy the test application ``apps/<name>`` into ``root`` (the pool imports it there)."""
+    return Path(shutil.copy(APPS / name, root / (as_name or name)))
 
 
 def _toml_lines(table: Mapping[str, object]) -> list[str]:
@@ -280,7 +127,7 @@ class Supervisor:
         return self.proc.returncode
 
     @property
-    def logs(self) -> list[dict[str, object]]:
+    def logs(self) -> list[dict[str, Any]]:
         """The JSON log lines the supervisor and the guardian wrote on stderr."""
         import json
 
@@ -347,6 +194,29 @@ class Supervisor:
         return host
 
 
+class Supervisors:
+    """The supervisors a test started (call it like :class:`Supervisor`); :meth:`close`
+    stops each at teardown."""
+
+    def __init__(self) -> None:
+        self.started: list[Supervisor] = []
+
+    def __call__(self, root: Path, *extra: str, env: dict[str, str] | None = None) -> Supervisor:
+        supervisor = Supervisor(root, *extra, env=env)
+        self.started.append(supervisor)
+        return supervisor
+
+    def running(self, root: Path, *extra: str, env: dict[str, str] | None = None) -> Supervisor:
+        """Start one and wait for its startup summary."""
+        supervisor = self(root, *extra, env=env)
+        supervisor.wait_running()
+        return supervisor
+
+    def close(self) -> None:
+        for supervisor in self.started:
+            supervisor.close()
+
+
 def cli(root: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """Run a client command (status, health, stop) to completion."""
     return subprocess.run(
@@ -396,6 +266,7 @@ def assert_none_left(root: Path, timeout: float = 10) -> None:
             proc.kill()
         except psutil.NoSuchProcess:
             continue
+    psutil.wait_procs(left, timeout=10)
     assert not left, f"processes left behind: {[p.pid for p in left]}"
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -26,10 +27,10 @@ class Recorded:
     def span_attributes(self, name: str) -> list[dict[str, object]]:
         return [dict(s.attributes or {}) for s in self.spans.get_finished_spans() if s.name == name]
 
-    def points(self, name: str) -> list[tuple[dict[str, object], object]]:
+    def points(self, name: str) -> list[tuple[dict[str, object], Any]]:
         """(attributes, value or histogram) of every data point of the metric ``name``."""
         data = self.reader.get_metrics_data()
-        found = []
+        found: list[tuple[dict[str, object], Any]] = []
         for resource in data.resource_metrics if data else ():
             for scope in resource.scope_metrics:
                 for metric in scope.metrics:

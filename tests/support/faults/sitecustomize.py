@@ -107,7 +107,7 @@ def _fork_refused_in_guardian(spawner: ModuleType) -> None:
             raise _refused()
         return int(spawn(request))
 
-    spawner._spawn = refusing_spawn
+    vars(spawner)["_spawn"] = refusing_spawn
 
 
 def _fork_refused_in_proc_host(host: ModuleType) -> None:
@@ -129,7 +129,7 @@ def _locator_unwritable(files: ModuleType) -> None:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         write_atomic(path, data, tmp)
 
-    files.write_atomic = failing_write
+    vars(files)["write_atomic"] = failing_write
 
 
 def _supervisor_raises(runtime_files: ModuleType) -> None:

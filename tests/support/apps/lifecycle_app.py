@@ -1,0 +1,212 @@
+"""The task sources of the lifecycle tests (``lifecycle_app:<factory>`` in a root)."""
+
+import os
+import signal
+import sys
+import time
+
+
+class Task:
+    def __init__(self, action):
+        self.action = action
+
+    def run(self):
+        return self.action()
+
+    def complete(self, result):
+        pass
+
+    def fail(self, error):
+        pass
+
+
+class IdleSource:
+    """Waits for stop; hands out no task."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def assert_ready(self):
+        pass
+
+    def receive(self):
+        self.ctx.wait_for_stop(None)
+        return
+
+
+def idle(ctx):
+    return IdleSource(ctx)
+
+
+class OneTask(IdleSource):
+    """One task (logged with this worker's pid), then idle until stopped (or, once
+    retiring, until its turn comes)."""
+
+    given = False
+
+    def receive(self):
+        if not self.given:
+            self.given = True
+            return Task(lambda: _log("served", os.getpid()))
+        return super().receive()
+
+
+def one_task(ctx):
+    return OneTask(ctx)
+
+
+class Watchful(IdleSource):
+    """Two tasks, then idle. The second runs after the worker asked to retire (with
+    max_requests = 1) and watches the stop for a while, as a long task may: the
+    supervisor's go-ahead, arriving meanwhile, must not look like a stop to it."""
+
+    given = 0
+
+    def receive(self):
+        self.given += 1
+        if self.given == 1:
+            return Task(lambda: None)
+        if self.given == 2:
+            return Task(lambda: _log(f"saw-stop-{self.ctx.wait_for_stop(0.5)}", os.getpid()))
+        return super().receive()
+
+
+def watchful(ctx):
+    return Watchful(ctx)
+
+
+class NotReady(IdleSource):
+    def assert_ready(self):
+        raise RuntimeError("broker down at /secret/path")
+
+
+def not_ready(ctx):
+    return NotReady(ctx)
+
+
+class SlowReady(IdleSource):
+    def assert_ready(self):
+        time.sleep(3600)
+
+
+def slow_ready(ctx):
+    return SlowReady(ctx)
+
+
+class Stubborn(IdleSource):
+    """Its one task ignores SIGTERM and never ends: only SIGKILL stops it."""
+
+    def receive(self):
+        def forever():
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            while True:
+                time.sleep(60)
+
+        return Task(forever)
+
+
+def stubborn(ctx):
+    return Stubborn(ctx)
+
+
+class Quick(IdleSource):
+    """Hands out trivial tasks as fast as they are asked for, until stop."""
+
+    def receive(self):
+        if self.ctx.stopping:
+            return None
+        return Task(lambda: 1)
+
+
+def quick(ctx):
+    return Quick(ctx)
+
+
+class BrokenReceive(IdleSource):
+    def receive(self):
+        raise RuntimeError("queue /secret/path unreachable")
+
+
+def broken_receive(ctx):
+    return BrokenReceive(ctx)
+
+
+class ForgedReadiness(IdleSource):
+    def assert_ready(self):
+        os.write(3, b'{"garbage": true}' + b"\n")
+        time.sleep(3600)
+
+
+def forged_readiness(ctx):
+    return ForgedReadiness(ctx)
+
+
+def vanishing(ctx):
+    os._exit(3)
+
+
+def _sleep_forever():
+    while True:
+        time.sleep(3600)
+
+
+class Spawning(IdleSource):
+    """Starts a plain child and a double-forked, setsid escapee before readiness."""
+
+    def assert_ready(self):
+        import subprocess
+
+        self.child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"])
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                _sleep_forever()
+            os._exit(0)
+
+
+def spawning(ctx):
+    return Spawning(ctx)
+
+
+class ForkedHolder(IdleSource):
+    """Forks a child that keeps every inherited descriptor (the fence) and outlives us."""
+
+    def assert_ready(self):
+        if os.fork() == 0:
+            os.setsid()
+            _sleep_forever()
+
+
+def forked_holder(ctx):
+    return ForkedHolder(ctx)
+
+
+def _log(event, slot):
+    line = f"{event} {slot} {time.monotonic()}".encode() + b"\n"
+    fd = os.open("recycle.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
+
+
+class Logged(Quick):
+    """Quick tasks; logs its readiness and its clean exit, for the recycle test."""
+
+    def assert_ready(self):
+        import atexit
+
+        atexit.register(_log, "exit", self.ctx.slot)
+        _log("ready", self.ctx.slot)
+
+
+def logged(ctx):
+    return Logged(ctx)
+
+
+def bad_hook():
+    raise RuntimeError("hook saw /secret/path")
+
+
+def good_hook():
+    pass
