@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from coretsia.sources._queue_maintenance import PURGE_BATCH
 from coretsia.sources.sqlite_queue import (
-    _PURGE_BATCH,
     INTERRUPTED,
     LeaseLostError,
     Message,
@@ -184,9 +184,9 @@ class TestSettlement:
         first = queue.lease("g")
         assert first is not None
         statements: list[str] = []
-        queue._conn.set_trace_callback(statements.append)
+        queue._conn.raw.set_trace_callback(statements.append)
         second = queue.ack_and_lease(first, "g")
-        queue._conn.set_trace_callback(None)
+        queue._conn.raw.set_trace_callback(None)
         assert second is not None
         assert (second.payload, second.attempts, second.generation) == ("b", 0, "g")
         assert second.token != first.token
@@ -472,26 +472,26 @@ class TestOperatorTools:
     @pytest.mark.parametrize(
         ("rows", "deletes"),
         [
-            (2 * _PURGE_BATCH - 1, 2),  # a short batch ends it
-            (2 * _PURGE_BATCH, 3),  # a full batch asks again: the third finds nothing
-            (2 * _PURGE_BATCH + 1, 3),
+            (2 * PURGE_BATCH - 1, 2),  # a short batch ends it
+            (2 * PURGE_BATCH, 3),  # a full batch asks again: the third finds nothing
+            (2 * PURGE_BATCH + 1, 3),
         ],
     )
     def test_purge_deletes_everything_in_batches(
         self, queue: SqliteQueue, rows: int, deletes: int
     ) -> None:
-        """One DELETE of at most ``_PURGE_BATCH`` rows per transaction, until one is short."""
+        """One DELETE of at most ``PURGE_BATCH`` rows per transaction, until one is short."""
         queue.enqueue(str(i) for i in range(rows))
         queue.enqueue(["leased"])
         while (message := queue.lease("g")) is not None:
             if message.payload != "leased":
                 queue.ack(message)
         statements: list[str] = []
-        queue._conn.set_trace_callback(statements.append)
+        queue._conn.raw.set_trace_callback(statements.append)
         try:
             assert queue.purge("done") == rows
         finally:
-            queue._conn.set_trace_callback(None)
+            queue._conn.raw.set_trace_callback(None)
         assert [s.split()[0] for s in statements] == ["DELETE"] * deletes  # each autocommits
         assert queue.stats() == _counts(in_flight=1)
 
@@ -505,11 +505,11 @@ class TestDurability:
         """NORMAL for lease/ack; enqueue switches to FULL for its commit and back."""
         with SqliteQueue(short_root / "q.sqlite3", synchronous="NORMAL") as queue:
             level = "PRAGMA synchronous"
-            assert queue._conn.execute(level).fetchone() == (1,)
+            assert queue._conn.raw.execute(level).fetchone() == (1,)
             queue.enqueue(["a"])
-            assert queue._conn.execute(level).fetchone() == (1,)
+            assert queue._conn.raw.execute(level).fetchone() == (1,)
         with SqliteQueue(short_root / "q.sqlite3") as queue:
-            assert queue._conn.execute(level).fetchone() == (2,)
+            assert queue._conn.raw.execute(level).fetchone() == (2,)
 
     def test_an_unknown_level_is_refused(self, short_root: Path) -> None:
         with pytest.raises(ValueError, match="synchronous"):

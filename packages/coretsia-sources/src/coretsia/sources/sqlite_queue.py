@@ -98,124 +98,63 @@ creates (the database's missing parents, ``<db>.notify``, ``<db>.generations``) 
 The database must be on a local file system (WAL needs shared memory between the
 processes; SQLite's own rule). A connection must not cross a ``fork``: open the queue in
 the process that uses it.
+
+**Layout.** This module is the queue's public face (:class:`SqliteQueue`, and every name
+users import) and keeps the generation locks and the wake-ups; the rest has a module of
+its own: the connection and its busy retry (``_queue_connection``), the schema
+(``_queue_schema``), the message moves (``_queue_messages``), an operator's tools
+(``_queue_maintenance``), the pokes and the :class:`Waiter` (``_queue_notify``), the
+errors and records (``_queue_records``), private files and generation locks
+(``_private_files``, ``_generation_locks``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import os
-import random
-import secrets
-import selectors
-import socket
-import sqlite3
-import time
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
-from typing import Final, Literal, NamedTuple, TypeVar
+from collections.abc import Iterable
+from typing import Literal
 
+from coretsia.sources import _queue_maintenance as maintenance
+from coretsia.sources import _queue_messages as messages
+from coretsia.sources import _queue_schema as schema
 from coretsia.sources._generation_locks import GenerationLocks
 from coretsia.sources._private_files import create_private_file, make_private_dirs
-
-APPLICATION_ID: Final = 0x43525451
-"""``PRAGMA application_id`` of a queue file ("CRTQ"): tells a queue from any other DB."""
-SCHEMA_VERSION: Final = 1
-"""``PRAGMA user_version`` of the schema below."""
-STATES: Final = ("pending", "in_flight", "done", "failed")
-"""The keys of :meth:`SqliteQueue.stats`, in display order (``in_flight`` = leased)."""
-MAX_ERROR_CHARS: Final = 2000
-"""How much of a failure's description is kept in ``last_error``."""
-INTERRUPTED: Final = "interrupted: its worker exited before settling it"
-"""``last_error`` of a lease taken back by :meth:`SqliteQueue.recover` with a limit."""
-
-Synchronous = Literal["FULL", "NORMAL"]
-
-_SCHEMA: Final = """
-CREATE TABLE messages (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    payload TEXT NOT NULL,
-    state TEXT NOT NULL DEFAULT 'pending'
-        CHECK (state IN ('pending', 'leased', 'done', 'failed')),
-    attempts INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),
-    generation TEXT,
-    lease_token TEXT,
-    enqueued_at REAL NOT NULL,
-    leased_at REAL,
-    settled_at REAL,
-    last_error TEXT,
-    CHECK ((state = 'leased') = (lease_token IS NOT NULL))
-);
-CREATE INDEX messages_state_id ON messages (state, id);
-"""
-_NOTIFY_SUFFIX: Final = ".notify"
-_SOCKET_SUFFIX: Final = ".sock"
-_RETURNING: Final = sqlite3.sqlite_version_info >= (3, 35, 0)
-"""``UPDATE ... RETURNING`` exists (SQLite 3.35, 2021); older builds use two statements."""
-_RETRY_MIN_S: Final = 0.00005
-_RETRY_SPAN_S: Final = 0.0004
-_PURGE_BATCH: Final = 500
-"""Rows deleted per transaction by :meth:`SqliteQueue.purge`: workers get the lock between."""
-_LEASE_SET: Final = "state = 'leased', generation = ?, lease_token = ?, leased_at = ?"
-_FAIL_SET: Final = (
-    "attempts = attempts + 1, lease_token = NULL, "
-    "state = CASE WHEN attempts + 1 >= ? THEN 'failed' ELSE 'pending' END, "
-    "settled_at = CASE WHEN attempts + 1 >= ? THEN ? ELSE NULL END, last_error = ?"
+from coretsia.sources._queue_connection import Connection
+from coretsia.sources._queue_maintenance import STATES
+from coretsia.sources._queue_messages import INTERRUPTED, MAX_ERROR_CHARS
+from coretsia.sources._queue_notify import NOTIFY_SUFFIX, Notifier, Waiter
+from coretsia.sources._queue_records import (
+    FailedMessage,
+    LeaseLostError,
+    Message,
+    QueueError,
+    Retried,
+    Synchronous,
 )
-"""One failed (or interrupted) attempt: the SET clause shared by ``fail`` and ``recover``."""
-_ACK: Final = (
-    "UPDATE messages SET state = 'done', lease_token = NULL, settled_at = ? "
-    "WHERE id = ? AND state = 'leased' AND lease_token = ?"
-)
-_OLDEST: Final = "SELECT id FROM messages WHERE state = 'pending' ORDER BY id LIMIT 1"
+from coretsia.sources._queue_schema import APPLICATION_ID, SCHEMA_VERSION
 
-_T = TypeVar("_T")
+__all__ = [
+    "APPLICATION_ID",
+    "INTERRUPTED",
+    "MAX_ERROR_CHARS",
+    "SCHEMA_VERSION",
+    "STATES",
+    "FailedMessage",
+    "LeaseLostError",
+    "Message",
+    "QueueError",
+    "Retried",
+    "SqliteQueue",
+    "Synchronous",
+    "Waiter",
+]
 
-
-class QueueError(Exception):
-    """The database cannot be used as a queue (missing, foreign, newer schema...)."""
-
-
-class LeaseLostError(QueueError):
-    """``ack``/``fail`` of a message that is no longer leased with this lease's token."""
-
-
-@dataclass(frozen=True)
-class Message:
-    """One leased message: what a worker needs to run it and to settle it exactly once.
-
-    ``attempts`` counts the earlier failed (or interrupted) attempts; ``token`` is this
-    lease's secret, without which the row cannot be settled.
-    """
-
-    id: int
-    payload: str
-    attempts: int
-    generation: str
-    token: str
-
-
-@dataclass(frozen=True)
-class FailedMessage:
-    """A message that failed for good, as an operator sees it: never its payload.
-
-    ``settled_at`` is a Unix time (seconds); ``last_error`` the recorded description.
-    """
-
-    id: int
-    attempts: int
-    settled_at: float | None
-    last_error: str | None
-
-
-class Retried(NamedTuple):
-    """What :meth:`SqliteQueue.retry` did: how many went back, and what it refused."""
-
-    retried: int
-    unknown: tuple[int, ...]
-    """Ids with no message."""
-    not_failed: tuple[int, ...]
-    """Ids of messages in another state (pending, leased or done): left as they are."""
+# Defined in private modules, these are public here, and say so: a qualified name is
+# data, not decoration (the ``sqlite`` source records a failure as ``<module>.<type>`` in
+# ``last_error``), so where a class is written must not change what a database holds.
+for _public in (QueueError, LeaseLostError, Message, FailedMessage, Retried, Waiter):
+    _public.__module__ = __name__
+del _public
 
 
 class SqliteQueue:
@@ -242,25 +181,19 @@ class SqliteQueue:
         if synchronous not in ("FULL", "NORMAL"):
             raise ValueError("synchronous must be 'FULL' or 'NORMAL'")
         self._path = os.path.abspath(os.fspath(path))
-        self._busy_timeout = busy_timeout
-        self._synchronous = synchronous
-        self._sender: socket.socket | None = None
         self._locks = GenerationLocks(self._path, busy_timeout)
+        self._notifier = Notifier(self._path + NOTIFY_SUFFIX)
         if create:
             make_private_dirs(os.path.dirname(self._path))
             create_private_file(self._path)
         elif not os.path.isfile(self._path):
             raise QueueError("the queue database does not exist")
-        try:
-            # timeout=0: no SQLite busy handler; _retrying waits instead (module docs).
-            self._conn = sqlite3.connect(self._path, timeout=0, isolation_level=None)
-        except sqlite3.Error as error:
-            raise QueueError(f"cannot open the queue database: {error}") from error
+        self._conn = Connection(self._path, busy_timeout=busy_timeout, synchronous=synchronous)
         try:
             # The schema first: a file that is not ours is refused before anything in it
             # changes (switching to WAL rewrites its header).
-            self._ensure_schema(create=create)
-            self._configure()
+            schema.ensure_schema(self._conn, create=create)
+            self._conn.configure()
         except BaseException:
             self._conn.close()
             raise
@@ -273,153 +206,22 @@ class SqliteQueue:
     @property
     def notify_dir(self) -> str:
         """The directory of the waiters' notification sockets (``<db>.notify``)."""
-        return self._path + _NOTIFY_SUFFIX
+        return self._notifier.directory
 
     @property
     def generations_dir(self) -> str:
         """The directory of the generations' lock files (``<db>.generations``)."""
         return self._locks.directory
 
-    # -- opening -------------------------------------------------------------------------
-
-    def _configure(self) -> None:
-        """WAL (set only if it is not already: setting it takes the writer lock), durability.
-
-        Switching a fresh file to WAL needs a moment of exclusive access; several workers
-        opening a new database together can meet there: retried like any busy statement.
-        """
-        try:
-            mode = self._retrying(lambda: self._conn.execute("PRAGMA journal_mode").fetchone())
-            if str(mode[0]).lower() != "wal":
-                self._retrying(lambda: self._conn.execute("PRAGMA journal_mode = WAL").fetchone())
-            self._conn.execute(f"PRAGMA synchronous = {self._synchronous}")
-        except sqlite3.Error as error:
-            raise QueueError(f"cannot open the queue database: {error}") from error
-
-    def _ensure_schema(self, *, create: bool) -> None:
-        """Accept our schema (read only), create it in an empty file, refuse anything else."""
-        try:
-            if self._retrying(lambda: self._read_schema(create=create)):
-                return
-            with self._transaction():  # an empty file: look again, now as the only writer
-                if self._read_schema(create=create):
-                    return
-                # Statement by statement: executescript() would COMMIT our transaction first.
-                for statement in filter(None, (s.strip() for s in _SCHEMA.split(";"))):
-                    self._conn.execute(statement)
-                self._conn.execute(f"PRAGMA application_id = {APPLICATION_ID}")
-                self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        except sqlite3.Error as error:
-            raise QueueError(f"cannot use the queue database: {error}") from error
-
-    def _read_schema(self, *, create: bool) -> bool:
-        """True for our schema, False for an empty file we may fill; else QueueError."""
-        with self._transaction(write=False):  # nested (a no-op) inside _ensure_schema's
-            application_id = self._pragma("application_id")
-            if application_id == APPLICATION_ID:
-                version = self._pragma("user_version")
-                if version != SCHEMA_VERSION:
-                    raise QueueError(
-                        f"the queue database has schema version {version}, "
-                        f"this package reads version {SCHEMA_VERSION}"
-                    )
-                return True
-            tables = self._conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-            if application_id != 0 or tables != 0 or not create:
-                raise QueueError("the file is not a Coretsia queue database")
-            return False
-
-    def _pragma(self, name: str) -> int:
-        value = self._conn.execute(f"PRAGMA {name}").fetchone()[0]
-        return int(value)
-
-    def _retrying(self, action: Callable[[], _T]) -> _T:
-        """``action()``, tried again after a short random sleep while the database is busy.
-
-        This replaces SQLite's busy handler, whose growing back-off starves the waiters
-        (module documentation). Gives up, re-raising the busy error, after
-        ``busy_timeout`` seconds.
-        """
-        deadline: float | None = None
-        while True:
-            try:
-                return action()
-            except sqlite3.OperationalError as error:
-                if not _is_busy(error):
-                    raise
-                now = time.monotonic()
-                if deadline is None:
-                    deadline = now + self._busy_timeout
-                elif now > deadline:
-                    raise
-            time.sleep(_RETRY_MIN_S + random.random() * _RETRY_SPAN_S)
-
-    @contextlib.contextmanager
-    def _transaction(self, *, write: bool = True) -> Iterator[sqlite3.Connection]:
-        """One transaction; ``BEGIN IMMEDIATE`` for writers so the lock is taken up front.
-
-        A deferred transaction that reads and then writes can find, at its first write,
-        that another process committed in between, and fail without waiting; taking the
-        writer lock at ``BEGIN`` makes every read inside it current and every write safe.
-        Inside an open transaction (``write=True`` from ``_ensure_schema``) it nests as a
-        no-op. A read transaction's first read may still meet a busy database (WAL
-        recovery): wrap the whole read in :meth:`_retrying`.
-        """
-        conn = self._conn  # not narrowed by the check below: in_transaction changes
-        if conn.in_transaction:
-            yield conn
-            return
-        if write:
-            self._retrying(lambda: self._conn.execute("BEGIN IMMEDIATE"))
-        else:
-            self._conn.execute("BEGIN")
-        try:
-            yield self._conn
-            self._conn.execute("COMMIT")
-        except BaseException:
-            # SQLite may have rolled back already (or a failed COMMIT left it open): end it
-            # either way, so the connection is usable for the next transaction.
-            if self._conn.in_transaction:
-                with contextlib.suppress(sqlite3.Error):
-                    self._conn.execute("ROLLBACK")
-            raise
-
-    def _rows(self, sql: str, parameters: Iterable[object] = ()) -> list[tuple[object, ...]]:
-        """All rows of one statement run on its own (autocommit), retried while busy.
-
-        Fetching every row matters for ``UPDATE ... RETURNING``: the statement, and so its
-        write transaction, ends only when stepped to completion.
-        """
-        params = tuple(parameters)
-        return self._retrying(lambda: self._conn.execute(sql, params).fetchall())
-
-    def _changed(self, sql: str, parameters: Iterable[object] = ()) -> int:
-        """The number of rows one statement changed, run on its own, retried while busy."""
-        params = tuple(parameters)
-        return int(self._retrying(lambda: self._conn.execute(sql, params).rowcount))
-
     def check(self) -> None:
         """Raise :class:`QueueError` unless the database answers and holds our schema."""
-        try:
-            self._retrying(self._check_once)
-        except sqlite3.Error as error:
-            raise QueueError(f"cannot use the queue database: {error}") from error
-
-    def _check_once(self) -> None:
-        with self._transaction(write=False):
-            if self._pragma("application_id") != APPLICATION_ID:
-                raise QueueError("the file is not a Coretsia queue database")
-            if self._pragma("user_version") != SCHEMA_VERSION:
-                raise QueueError("the queue database has another schema version")
-            self._conn.execute("SELECT count(*) FROM messages WHERE 0").fetchone()
+        schema.check(self._conn)
 
     def close(self) -> None:
         """Close the connection, let go of held generations and the sender; idempotent."""
         self._conn.close()
         self._locks.release_all()
-        if self._sender is not None:
-            self._sender.close()
-            self._sender = None
+        self._notifier.close()
 
     def __enter__(self) -> SqliteQueue:
         return self
@@ -432,40 +234,13 @@ class SqliteQueue:
     def enqueue(self, payloads: Iterable[str]) -> int:
         """Add messages (all or none, in order) and wake the waiting workers; the count.
 
-        The payloads are collected *before* the transaction: a slow iterator (a pipe being
-        read) must not hold the writer lock while the workers wait for it. The commit is
-        always ``synchronous=FULL``: once this returns, the messages survive a power cut.
+        The payloads are all read before the writer lock is taken. The commit is always
+        ``synchronous=FULL``: once this returns, the messages survive a power cut.
         """
-        batch = list(payloads)
-        for payload in batch:
-            if not isinstance(payload, str):
-                raise TypeError("a payload must be a str")
-            try:
-                payload.encode("utf-8")  # a lone surrogate cannot be stored: refuse it here
-            except UnicodeEncodeError:
-                raise ValueError("a payload is not valid UTF-8 text") from None
-        if not batch:
-            return 0
-        now = time.time()
-        with self._durable(), self._transaction() as conn:
-            conn.executemany(
-                "INSERT INTO messages (payload, enqueued_at) VALUES (?, ?)",
-                ((payload, now) for payload in batch),
-            )
-        self.notify()
-        return len(batch)
-
-    @contextlib.contextmanager
-    def _durable(self) -> Iterator[None]:
-        """``synchronous=FULL`` for the block, on a connection opened with ``NORMAL``."""
-        if self._synchronous == "FULL":
-            yield
-            return
-        self._conn.execute("PRAGMA synchronous = FULL")
-        try:
-            yield
-        finally:
-            self._conn.execute(f"PRAGMA synchronous = {self._synchronous}")
+        count = messages.enqueue(self._conn, payloads)
+        if count:
+            self.notify()
+        return count
 
     def hold(self, generation: str) -> None:
         """Mark this process a live worker of ``generation`` while the queue is open.
@@ -482,28 +257,12 @@ class SqliteQueue:
     def lease(self, generation: str) -> Message | None:
         """Take the oldest pending message for ``generation``, or None if there is none.
 
-        The cheap check outside the transaction (a WAL read, which never waits) keeps
-        idle workers, all woken by one poke, from queueing up for the writer lock only to
-        find nothing.
+        Idle workers woken together by one poke do not queue for the writer lock only to
+        find nothing: whether anything is pending is asked first, with a read.
         """
         if not self._locks.is_held(generation):
             self.hold(generation)  # before the first lease: recovery must see us alive
-        exists = "SELECT EXISTS (SELECT 1 FROM messages WHERE state = 'pending')"
-        if not self._rows(exists)[0][0]:
-            return None
-        token = secrets.token_hex(16)
-        lease = (generation, token, time.time())
-        if _RETURNING:
-            rows = self._rows(
-                f"UPDATE messages SET {_LEASE_SET} WHERE id = ({_OLDEST}) "
-                "RETURNING id, payload, attempts",
-                lease,
-            )
-            row = rows[0] if rows else None
-        else:  # pragma: no cover - SQLite older than 3.35
-            with self._transaction() as conn:
-                row = _lease_locked(conn, lease)
-        return None if row is None else _message(row, generation, token)
+        return messages.lease(self._conn, generation)
 
     def ack_and_lease(self, message: Message, generation: str) -> Message | None:
         """:meth:`ack` ``message`` and lease the next pending one, in one transaction.
@@ -514,13 +273,7 @@ class SqliteQueue:
         :meth:`ack`'s once this returns (:class:`LeaseLostError` if the lease no longer
         holds, and then nothing is leased). None when nothing was pending.
         """
-        token = secrets.token_hex(16)
-        lease = (generation, token, time.time())
-        with self._transaction() as conn:
-            if conn.execute(_ACK, (time.time(), message.id, message.token)).rowcount != 1:
-                raise LeaseLostError(f"message {message.id} is not leased with this lease")
-            row = _lease_locked(conn, lease)
-        return None if row is None else _message(row, generation, token)
+        return messages.ack_and_lease(self._conn, message, generation)
 
     def release(self, message: Message) -> bool:
         """Give a leased message back, never run: ``pending`` again, no attempt counted.
@@ -529,14 +282,10 @@ class SqliteQueue:
         after all (it is stopping). False if the lease no longer held (nothing changed).
         Wakes the waiting workers.
         """
-        changed = self._changed(
-            "UPDATE messages SET state = 'pending', lease_token = NULL, generation = NULL, "
-            "leased_at = NULL WHERE id = ? AND state = 'leased' AND lease_token = ?",
-            (message.id, message.token),
-        )
-        if changed:
+        released = messages.release(self._conn, message)
+        if released:
             self.notify()
-        return changed == 1
+        return released
 
     def ack(self, message: Message) -> None:
         """Mark a leased message done; :class:`LeaseLostError` if this lease no longer holds.
@@ -544,9 +293,7 @@ class SqliteQueue:
         The token check is what makes acknowledgement exactly-once: a second ``ack``, an
         ``ack`` after ``fail``, or one of a lease that was recovered all change nothing.
         """
-        changed = self._changed(_ACK, (time.time(), message.id, message.token))
-        if changed != 1:
-            raise LeaseLostError(f"message {message.id} is not leased with this lease")
+        messages.ack(self._conn, message)
 
     def fail(self, message: Message, max_attempts: int, *, error: str | None = None) -> str:
         """Record a failed attempt: back to ``pending``, or ``failed`` at ``max_attempts``.
@@ -555,20 +302,7 @@ class SqliteQueue:
         not). ``error`` (a short description) is kept in ``last_error`` for whoever
         inspects failed messages. Same lease check as :meth:`ack`.
         """
-        _check_max_attempts(max_attempts)
-        params = (max_attempts, max_attempts, time.time(), _clip(error), message.id, message.token)
-        where = "WHERE id = ? AND state = 'leased' AND lease_token = ?"
-        if _RETURNING:
-            rows = self._rows(f"UPDATE messages SET {_FAIL_SET} {where} RETURNING state", params)
-        else:  # pragma: no cover - SQLite older than 3.35
-            with self._transaction() as conn:
-                changed = conn.execute(f"UPDATE messages SET {_FAIL_SET} {where}", params).rowcount
-                rows = conn.execute(
-                    "SELECT state FROM messages WHERE id = ?", (message.id,)
-                ).fetchall()[:changed]
-        if not rows:
-            raise LeaseLostError(f"message {message.id} is not leased with this lease")
-        return str(rows[0][0])
+        return messages.fail(self._conn, message, max_attempts, error)
 
     def recover(self, current_generation: str, *, max_attempts: int | None = None) -> int:
         """Take back the leases of dead generations; the number of leases ended.
@@ -583,64 +317,28 @@ class SqliteQueue:
         take the pool down at every start, for ever.
         """
         if max_attempts is not None:
-            _check_max_attempts(max_attempts)
+            messages.check_max_attempts(max_attempts)
         self.hold(current_generation)
-        leased = self._rows(
-            "SELECT DISTINCT generation FROM messages "
-            "WHERE state = 'leased' AND generation IS NOT ?",
-            (current_generation,),
-        )
+        candidates = messages.leased_generations(self._conn, current_generation)
         freed = 0
-        if leased:
-            candidates = [None if row[0] is None else str(row[0]) for row in leased]
+        if candidates:
             with self._locks.claim_dead(candidates) as dead:
                 if dead:
-                    freed = self._end_leases(dead, max_attempts)
+                    freed = messages.end_leases(self._conn, dead, max_attempts)
         self._locks.sweep()
         if freed:
             self.notify()
         return freed
 
-    def _end_leases(self, generations: list[str | None], max_attempts: int | None) -> int:
-        """Put the leases of ``generations`` back (one transaction); how many."""
-        freed = 0
-        with self._transaction() as conn:
-            for generation in generations:
-                if max_attempts is None:
-                    sql = "UPDATE messages SET state = 'pending', lease_token = NULL"
-                    params: tuple[object, ...] = (generation,)
-                else:
-                    sql = f"UPDATE messages SET {_FAIL_SET}"
-                    params = (max_attempts, max_attempts, time.time(), INTERRUPTED, generation)
-                where = " WHERE state = 'leased' AND generation IS ?"
-                freed += conn.execute(sql + where, params).rowcount
-        return freed
-
     def stats(self) -> dict[str, int]:
         """How many messages are in each state: pending, in_flight (leased), done, failed."""
-        counts = dict.fromkeys(STATES, 0)
-        for state, count in self._rows("SELECT state, count(*) FROM messages GROUP BY state"):
-            assert isinstance(count, int)
-            counts["in_flight" if state == "leased" else str(state)] = count
-        return counts
+        return maintenance.stats(self._conn)
 
     # -- an operator's tools -------------------------------------------------------------
 
     def failed(self) -> list[FailedMessage]:
         """The messages that failed for good, oldest id first (never their payloads)."""
-        rows = self._rows(
-            "SELECT id, attempts, settled_at, last_error FROM messages "
-            "WHERE state = 'failed' ORDER BY id"
-        )
-        return [
-            FailedMessage(
-                id=int(str(row[0])),
-                attempts=int(str(row[1])),
-                settled_at=None if row[2] is None else float(str(row[2])),
-                last_error=None if row[3] is None else str(row[3]),
-            )
-            for row in rows
-        ]
+        return maintenance.failed(self._conn)
 
     def retry(self, ids: Iterable[int] | Literal["all"]) -> Retried:
         """Put failed messages back to ``pending`` with ``attempts`` reset to 0.
@@ -650,30 +348,10 @@ class SqliteQueue:
         a pending, leased or done message would run it again. ``last_error`` is kept
         (what the last attempt died of is still worth knowing). Wakes the workers.
         """
-        reset = "UPDATE messages SET state = 'pending', attempts = 0, settled_at = NULL"
-        if ids == "all":
-            count = self._changed(f"{reset} WHERE state = 'failed'")
-            unknown: list[int] = []
-            not_failed: list[int] = []
-        else:
-            wanted = list(dict.fromkeys(ids))  # each once, in the caller's order
-            for message_id in wanted:
-                _check_id(message_id)
-            count, unknown, not_failed = 0, [], []
-            with self._transaction() as conn:
-                for message_id in wanted:
-                    row = conn.execute(
-                        "SELECT state FROM messages WHERE id = ?", (message_id,)
-                    ).fetchone()
-                    if row is None:
-                        unknown.append(message_id)
-                    elif row[0] != "failed":
-                        not_failed.append(message_id)
-                    else:
-                        count += conn.execute(f"{reset} WHERE id = ?", (message_id,)).rowcount
-        if count:
+        result = maintenance.retry(self._conn, ids)
+        if result.retried:
             self.notify()
-        return Retried(count, tuple(unknown), tuple(not_failed))
+        return result
 
     def purge(self, state: Literal["done", "failed"]) -> int:
         """Delete every settled message in ``state``; how many were deleted.
@@ -681,182 +359,14 @@ class SqliteQueue:
         In batches of a few hundred rows, one transaction each, so that purging a large
         queue never keeps the workers from the writer lock for long.
         """
-        if state not in ("done", "failed"):
-            raise ValueError("purge deletes 'done' or 'failed' messages only")
-        deleted = 0
-        batch = (
-            "DELETE FROM messages WHERE id IN "
-            f"(SELECT id FROM messages WHERE state = ? ORDER BY id LIMIT {_PURGE_BATCH})"
-        )
-        while True:
-            changed = self._changed(batch, (state,))
-            deleted += changed
-            if changed < _PURGE_BATCH:
-                return deleted
+        return maintenance.purge(self._conn, state)
 
     # -- notification --------------------------------------------------------------------
 
     def notify(self) -> None:
-        """Poke every waiting worker; never raises (the data is committed already).
-
-        A socket that refuses the poke has no process behind it (its owner died without
-        removing it): remove it. A full socket already has a poke waiting: skip it.
-        """
-        family = getattr(socket, "AF_UNIX", None)
-        if family is None:
-            return
-        try:
-            names = os.listdir(self.notify_dir)
-        except OSError:
-            return  # no directory: nobody has ever waited
-        try:
-            if self._sender is None:
-                self._sender = socket.socket(family, socket.SOCK_DGRAM)
-                self._sender.settimeout(0.0)  # non-blocking
-        except OSError:
-            return
-        for name in names:
-            if not name.endswith(_SOCKET_SUFFIX):
-                continue
-            target = os.path.join(self.notify_dir, name)
-            try:
-                self._sender.sendto(b"\0", target)
-            except OSError as error:
-                if error.errno == errno.ECONNREFUSED:
-                    with contextlib.suppress(OSError):
-                        os.unlink(target)
+        """Poke every waiting worker; never raises (the data is committed already)."""
+        self._notifier.notify()
 
     def waiter(self, stop_fileno: int | None = None) -> Waiter:
         """A :class:`Waiter` for this database that also wakes when ``stop_fileno`` is readable."""
         return Waiter(self.notify_dir, stop_fileno)
-
-
-class Waiter:
-    """Sleeps until the queue is poked, ``stop_fileno`` becomes readable, or a timeout.
-
-    Binds its socket at construction, so create it *before* the first look at the queue
-    (see the module documentation for why that order loses no wake-up). ``notifying`` is
-    False when no socket could be bound; :meth:`wait` then wakes only for stop or timeout,
-    and the caller should use a short timeout.
-    """
-
-    def __init__(self, notify_dir: str, stop_fileno: int | None = None) -> None:
-        self._dir = notify_dir
-        self._stop_fileno = stop_fileno
-        self._sock: socket.socket | None = None
-        self._sock_path: str | None = None
-        # poll(), not epoll: two descriptors, and poll accepts any kind of descriptor.
-        self._selector: selectors.BaseSelector = (
-            selectors.PollSelector()
-            if hasattr(selectors, "PollSelector")
-            else selectors.SelectSelector()
-        )
-        if stop_fileno is not None:
-            self._selector.register(stop_fileno, selectors.EVENT_READ, "stop")
-        self._bind()
-
-    @property
-    def notifying(self) -> bool:
-        """True while pokes can reach this waiter."""
-        return self._sock is not None
-
-    def _bind(self) -> None:
-        """Bind a fresh socket under a never-reused name; stay silent if we cannot."""
-        family = getattr(socket, "AF_UNIX", None)
-        if family is None:
-            return
-        path = os.path.join(self._dir, f"{os.getpid()}-{secrets.token_hex(4)}{_SOCKET_SUFFIX}")
-        try:
-            make_private_dirs(self._dir)
-            sock = socket.socket(family, socket.SOCK_DGRAM)
-        except OSError:
-            return
-        try:
-            sock.bind(path)
-            sock.settimeout(0.0)  # non-blocking
-        except OSError:  # too long a path, read-only directory...: fall back to re-checks
-            sock.close()
-            return
-        self._sock, self._sock_path = sock, path
-        self._selector.register(sock, selectors.EVENT_READ, "poke")
-
-    def _unbind(self) -> None:
-        if self._sock is None:
-            return
-        self._selector.unregister(self._sock)
-        self._sock.close()
-        if self._sock_path is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(self._sock_path)
-        self._sock = self._sock_path = None
-
-    def wait(self, timeout: float) -> bool:
-        """Sleep until poked, stop or ``timeout`` seconds; True when stop is readable."""
-        if not self._selector.get_map():
-            time.sleep(timeout)  # nothing to wait on: no socket and no stop descriptor
-            return False
-        events = self._selector.select(timeout)
-        stopping = any(key.data == "stop" for key, _ in events)
-        if self._sock is not None:
-            self._drain(self._sock)
-            if not events and self._sock_path and not os.path.exists(self._sock_path):
-                self._unbind()  # our file was removed by hand: rebind so pokes reach us
-                self._bind()
-        elif not events:
-            self._bind()  # maybe the directory is usable now
-        return stopping
-
-    @staticmethod
-    def _drain(sock: socket.socket) -> None:
-        """Read every queued poke: one look at the queue answers all of them."""
-        while True:
-            try:
-                sock.recv(64)
-            except OSError:  # BlockingIOError: empty
-                return
-
-    def close(self) -> None:
-        """Remove the socket (so enqueuers stop poking it) and free the selector."""
-        self._unbind()
-        self._selector.close()
-
-
-def _lease_locked(
-    conn: sqlite3.Connection, lease: tuple[str, str, float]
-) -> tuple[object, ...] | None:
-    """Lease the oldest pending message inside a write transaction already begun."""
-    row: tuple[object, ...] | None = conn.execute(
-        f"SELECT id, payload, attempts FROM messages WHERE id = ({_OLDEST})"
-    ).fetchone()
-    if row is not None:
-        conn.execute(f"UPDATE messages SET {_LEASE_SET} WHERE id = ?", (*lease, row[0]))
-    return row
-
-
-def _message(row: tuple[object, ...], generation: str, token: str) -> Message:
-    message_id, payload, attempts = row
-    assert isinstance(message_id, int)
-    assert isinstance(payload, str)
-    assert isinstance(attempts, int)
-    return Message(
-        id=message_id, payload=payload, attempts=attempts, generation=generation, token=token
-    )
-
-
-def _is_busy(error: sqlite3.OperationalError) -> bool:
-    message = str(error).lower()
-    return "locked" in message or "busy" in message
-
-
-def _check_max_attempts(max_attempts: int) -> None:
-    if type(max_attempts) is not int or max_attempts < 1:
-        raise ValueError("max_attempts must be an integer of at least 1")
-
-
-def _check_id(value: object) -> None:
-    if type(value) is not int:
-        raise TypeError("a message id must be an int")
-
-
-def _clip(error: str | None) -> str | None:
-    return None if error is None else error[:MAX_ERROR_CHARS]

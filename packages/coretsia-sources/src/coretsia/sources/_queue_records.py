@@ -1,0 +1,63 @@
+"""What the queue hands out and raises: its errors and value records.
+
+Public through :mod:`coretsia.sources.sqlite_queue`, which also claims them as its own
+(``__module__``): see there for why.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, NamedTuple
+
+Synchronous = Literal["FULL", "NORMAL"]
+
+
+class QueueError(Exception):
+    """The database cannot be used as a queue (missing, foreign, newer schema...)."""
+
+
+class LeaseLostError(QueueError):
+    """``ack``/``fail`` of a message that is no longer leased with this lease's token."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """One leased message: what a worker needs to run it and to settle it exactly once.
+
+    ``attempts`` counts the earlier failed (or interrupted) attempts; ``token`` is this
+    lease's secret, without which the row cannot be settled.
+    """
+
+    id: int
+    payload: str
+    attempts: int
+    generation: str
+    token: str
+
+
+@dataclass(frozen=True)
+class FailedMessage:
+    """A message that failed for good, as an operator sees it: never its payload.
+
+    ``settled_at`` is a Unix time (seconds); ``last_error`` the recorded description.
+    """
+
+    id: int
+    attempts: int
+    settled_at: float | None
+    last_error: str | None
+
+
+class Retried(NamedTuple):
+    """What :meth:`SqliteQueue.retry` did: how many went back, and what it refused."""
+
+    retried: int
+    unknown: tuple[int, ...]
+    """Ids with no message."""
+    not_failed: tuple[int, ...]
+    """Ids of messages in another state (pending, leased or done): left as they are."""
+
+
+def lease_lost(message: Message) -> LeaseLostError:
+    """The error of every settlement whose lease no longer holds (one wording)."""
+    return LeaseLostError(f"message {message.id} is not leased with this lease")
