@@ -66,20 +66,20 @@ def build_parser() -> argparse.ArgumentParser:
         "Add messages; with no PAYLOAD (or for '-') read them from stdin, one per line.",
     )
     enqueue.add_argument("payloads", nargs="*", metavar="PAYLOAD", help="a message payload")
-    stats = _command(
+    _command(
         commands,
         "stats",
         "show the count of messages in each state",
         "Show how many messages are pending, in flight, done and failed.",
+        json_help="one JSON object, sorted keys",
     )
-    stats.add_argument("--json", action="store_true", help="one JSON object, sorted keys")
-    failed = _command(
+    _command(
         commands,
         "failed",
         "list the messages that failed for good",
         "List failed messages: id, attempts, failure time (UTC) and last error; never the payload.",
+        json_help="one JSON array of objects",
     )
-    failed.add_argument("--json", action="store_true", help="one JSON array of objects")
     retry = _command(
         commands,
         "retry",
@@ -106,10 +106,17 @@ def _command(
     name: str,
     summary: str,
     description: str,
+    *,
+    json_help: str | None = None,
 ) -> argparse.ArgumentParser:
-    """A subcommand; every one works on the database named by ``--db``."""
+    """A subcommand; every one works on the database named by ``--db``.
+
+    ``json_help`` gives it a ``--json`` flag (machine-readable output), so described.
+    """
     command = commands.add_parser(name, help=summary, description=description)
     command.add_argument("--db", required=True, metavar="PATH", help="the queue database")
+    if json_help is not None:
+        command.add_argument("--json", action="store_true", help=json_help)
     return command
 
 
@@ -174,7 +181,7 @@ def _stats(db: str, stdout: TextIO, *, as_json: bool) -> int:
     with SqliteQueue(db, create=False) as queue:
         counts = queue.stats()
     if as_json:
-        print(json.dumps(counts, sort_keys=True, separators=(",", ":")), file=stdout)
+        _print_json(counts, stdout)
     else:
         width = max(map(len, STATES))
         for state in STATES:
@@ -195,7 +202,7 @@ def _failed(db: str, stdout: TextIO, *, as_json: bool) -> int:
             }
             for m in messages
         ]
-        print(json.dumps(rows, sort_keys=True, separators=(",", ":")), file=stdout)
+        _print_json(rows, stdout)
         return EXIT_OK
     for m in messages:
         print(_failed_line(m), file=stdout)
@@ -226,6 +233,11 @@ def _purge(db: str, state: Literal["done", "failed"], stdout: TextIO) -> int:
         count = queue.purge(state)
     print(f"purged {count}", file=stdout)
     return EXIT_OK
+
+
+def _print_json(value: object, stdout: TextIO) -> None:
+    """One line of compact JSON, keys sorted: the same bytes for the same answer."""
+    print(json.dumps(value, sort_keys=True, separators=(",", ":")), file=stdout)
 
 
 def _utc(timestamp: float | None) -> str | None:
