@@ -219,3 +219,14 @@ def test_non_objects_are_rejected(data: object) -> None:
     """Only a JSON object is a snapshot."""
     with pytest.raises(ProcessSnapshotError):
         load_snapshot(data)
+
+
+def test_the_package_name_is_the_function_once_the_record_module_is_loaded() -> None:
+    """The record module is loaded on the boot path; ``process.snapshot`` stays the function."""
+    import importlib
+
+    importlib.import_module("coretsia.supervisor.process.record")
+    from coretsia.supervisor import process
+
+    assert callable(process.snapshot)
+    assert process.snapshot is snapshot

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Mapping
 from types import TracebackType
 
 import attrs
@@ -100,6 +101,22 @@ class Pool:
     started: trio.Event = attrs.field(factory=trio.Event)
     """Set once every slot has started (:attr:`all_started`): what ``start`` waits for."""
     _scopes: set[trio.CancelScope] = attrs.field(factory=set)
+
+    @classmethod
+    def of_generation(
+        cls, spec: Mapping[str, object], pid: int, driver: Driver, transport: Transport
+    ) -> Pool:
+        """The starting pool of a generation: its task slots, then one per process entry.
+
+        ``spec`` is the validated generation, so its counts are plain ints and lists.
+        """
+        workers = spec.get("workers")
+        task_slots = workers if type(workers) is int and workers >= 0 else 0
+        processes = spec.get("processes")
+        entries = processes.get("entries") if isinstance(processes, dict) else None
+        count = task_slots + (len(entries) if isinstance(entries, list) else 0)
+        slots = [Slot(i, entry=i >= task_slots) for i in range(count)]
+        return cls(pid=pid, driver=driver, transport=transport, endpoint_hash="0" * 32, slots=slots)
 
     @property
     def ready_count(self) -> int:

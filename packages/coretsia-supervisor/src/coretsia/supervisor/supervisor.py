@@ -39,7 +39,7 @@ from coretsia.supervisor.guardian_events import GuardianEvents
 from coretsia.supervisor.guardian_link import GuardianLink
 from coretsia.supervisor.guardian_process import guardian_env
 from coretsia.supervisor.notify import Notifier
-from coretsia.supervisor.pool import Pool, Slot, StopCause
+from coretsia.supervisor.pool import Pool, StopCause
 from coretsia.supervisor.process.ipc_resources import PoolIpc
 from coretsia.supervisor.runtime_files import RuntimeFiles
 from coretsia.supervisor.slots import Slots, mark_exited
@@ -108,19 +108,7 @@ class Supervisor:
         self._link: GuardianLink | None = None
         self._server: ControlServer | None = None
         self._subscribers: list[trio.MemorySendChannel[ControlResponse]] = []
-        task_slots = _count(spec.get("workers"))
-        processes = spec.get("processes")
-        entries = processes.get("entries", []) if isinstance(processes, dict) else []
-        self._pool = Pool(
-            pid=os.getpid(),
-            driver=driver,
-            transport=transport,
-            endpoint_hash="0" * 32,
-            slots=[
-                Slot(i, entry=i >= task_slots)
-                for i in range(task_slots + (len(entries) if isinstance(entries, list) else 0))
-            ],
-        )
+        self._pool = Pool.of_generation(spec, os.getpid(), driver, transport)
         self._guardian = GuardianEvents(self._pool, self._on_exit, self._broadcast)
 
     # -- the whole run ------------------------------------------------------------------
@@ -405,8 +393,3 @@ class Supervisor:
                 self._config.budgets.force_kill_timeout_ms / 1000,
                 self._guardian.known_pids,
             )
-
-
-def _count(value: object) -> int:
-    """The generation's task-worker count (validated config, so a plain int)."""
-    return value if type(value) is int and value >= 0 else 0

@@ -138,7 +138,7 @@ def generation_spec(root: Path, config: PoolConfig) -> dict[str, object]:
     entries = 0
     if config.processes.entries or config.processes.process_modules:
         from coretsia.supervisor.process.config_route import register_from_config
-        from coretsia.supervisor.process.snapshot import snapshot
+        from coretsia.supervisor.process.record import snapshot
 
         registry = register_from_config(root, config)
         entries = len(registry.entries())

@@ -79,20 +79,20 @@ if TYPE_CHECKING:
         RegistrationClosedError as RegistrationClosedError,
     )
     from coretsia.supervisor.process.manager import ProcessManager as ProcessManager
+    from coretsia.supervisor.process.record import SNAPSHOT_SCHEMA as SNAPSHOT_SCHEMA
+    from coretsia.supervisor.process.record import ProcessSnapshot as ProcessSnapshot
+    from coretsia.supervisor.process.record import (
+        SnapshotDeclaration as SnapshotDeclaration,
+    )
+    from coretsia.supervisor.process.record import SnapshotEntry as SnapshotEntry
+    from coretsia.supervisor.process.record import load_snapshot as load_snapshot
+    from coretsia.supervisor.process.record import snapshot as snapshot
     from coretsia.supervisor.process.registry import ProcessEntry as ProcessEntry
     from coretsia.supervisor.process.rules import IPC_MSGQUEUE as IPC_MSGQUEUE
     from coretsia.supervisor.process.rules import IPC_NONE as IPC_NONE
     from coretsia.supervisor.process.rules import IPC_UNIXSOCK as IPC_UNIXSOCK
     from coretsia.supervisor.process.rules import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
     from coretsia.supervisor.process.rules import MAX_WORKERS as MAX_WORKERS
-    from coretsia.supervisor.process.snapshot import SNAPSHOT_SCHEMA as SNAPSHOT_SCHEMA
-    from coretsia.supervisor.process.snapshot import ProcessSnapshot as ProcessSnapshot
-    from coretsia.supervisor.process.snapshot import (
-        SnapshotDeclaration as SnapshotDeclaration,
-    )
-    from coretsia.supervisor.process.snapshot import SnapshotEntry as SnapshotEntry
-    from coretsia.supervisor.process.snapshot import load_snapshot as load_snapshot
-    from coretsia.supervisor.process.snapshot import snapshot as snapshot
     from coretsia.supervisor.process.targets import target_of as target_of
     from coretsia.supervisor.process.worker.entry import Terminated as Terminated
     from coretsia.supervisor.process.worker.pool import WorkerPool as WorkerPool
@@ -122,7 +122,7 @@ _HOMES = {
     "manager": ("ProcessManager",),
     "registry": ("ProcessEntry",),
     "rules": ("IPC_MSGQUEUE", "IPC_NONE", "IPC_UNIXSOCK", "MAX_MESSAGE_BYTES", "MAX_WORKERS"),
-    "snapshot": (
+    "record": (
         "SNAPSHOT_SCHEMA",
         "ProcessSnapshot",
         "SnapshotDeclaration",

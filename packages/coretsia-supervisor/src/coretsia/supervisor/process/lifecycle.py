@@ -107,7 +107,7 @@ class Runtime:
         from pathlib import Path
 
         from coretsia.supervisor.config import load_config
-        from coretsia.supervisor.process.snapshot import snapshot
+        from coretsia.supervisor.process.record import snapshot
         from coretsia.supervisor.runner import run_supervisor
 
         root = Path(os.getcwd() if self.root is None else self.root).resolve()

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from types import FrameType
     from typing import Any, Protocol
 
-    from coretsia.supervisor.process.snapshot import SnapshotEntry
+    from coretsia.supervisor.process.record import SnapshotEntry
     from coretsia.supervisor.process.worker.ipc_endpoint import Endpoint
     from coretsia.supervisor.stop_signal import StopSignal
     from coretsia.worker_protocol.worker_channel import WorkerFrame
@@ -69,7 +69,7 @@ class EntryBoot:
     __slots__ = ("entry", "ipc_type", "workers")
 
     def __init__(self, processes: object, index: int) -> None:
-        from coretsia.supervisor.process.snapshot import load_snapshot
+        from coretsia.supervisor.process.record import load_snapshot
 
         try:
             snapshot = load_snapshot(processes)
