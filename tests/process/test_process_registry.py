@@ -270,7 +270,7 @@ class TestIdentity:
         """The records entries() returns cannot be changed behind the registry's back."""
         entry = ProcessManager().add(work, name="job").entries()[0]
         with pytest.raises(AttributeError):
-            entry.name = "other"
+            entry.name = "other"  # type: ignore[misc]
 
     def test_get_missing_name_raises_lookup_error(self) -> None:
         """A missing name raises ProcessNotFoundError, a LookupError and ProcessError."""

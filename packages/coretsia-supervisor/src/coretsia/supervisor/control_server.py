@@ -23,9 +23,11 @@ Security and robustness rules:
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import socket
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Final, Protocol
 
@@ -149,23 +151,7 @@ class ControlServer:
         handler: ControlHandler,
         telemetry: Telemetry,
     ) -> None:
-        self._sessions += 1
-        self._idle = trio.Event()
-        try:
-            await self._serve_one(conn, credential, handler, telemetry)
-        finally:
-            self._sessions -= 1
-            if self._sessions == 0:
-                self._idle.set()
-
-    async def _serve_one(
-        self,
-        conn: trio.socket.SocketType,
-        credential: str,
-        handler: ControlHandler,
-        telemetry: Telemetry,
-    ) -> None:
-        with conn:
+        with self._counted(), conn:
             conversation = ServerConversation(credential)
             request = await self._read_request(conn, conversation)
             if not isinstance(request, ControlRequest):
@@ -186,6 +172,18 @@ class ControlServer:
             finally:
                 if answering is not None:
                     answering.finish("failure")  # no-op once the answer was sent
+
+    @contextlib.contextmanager
+    def _counted(self) -> Iterator[None]:
+        """Count the session as open while it runs, so :meth:`wait_idle` sees the last end."""
+        self._sessions += 1
+        self._idle = trio.Event()
+        try:
+            yield
+        finally:
+            self._sessions -= 1
+            if self._sessions == 0:
+                self._idle.set()
 
     async def _read_request(
         self, conn: trio.socket.SocketType, conversation: ServerConversation

@@ -263,29 +263,28 @@ class FanoutMeter:
 
     def create_counter(self, name: str, unit: str = "", description: str = "") -> Counter:
         counters = [_created(m.create_counter, name, unit, description) for m in self._meters]
-        return _FanoutCounter([c for c in counters if c is not None])
+        return _Fanout([c.add for c in counters if c is not None])
 
     def create_histogram(self, name: str, unit: str = "", description: str = "") -> Histogram:
         histograms = [_created(m.create_histogram, name, unit, description) for m in self._meters]
-        return _FanoutHistogram([h for h in histograms if h is not None])
+        return _Fanout([h.record for h in histograms if h is not None])
 
 
-class _FanoutCounter:
-    def __init__(self, counters: list[Counter]) -> None:
-        self._counters = counters
+class _Fanout:
+    """Several instruments' measuring methods acting as one counter or histogram."""
 
-    def add(self, amount: int, attributes: Mapping[str, str]) -> None:
-        for counter in self._counters:
-            _guarded(counter.add, amount, attributes)
+    def __init__(self, sinks: list[Callable[[Any, Mapping[str, str]], None]]) -> None:
+        self._sinks = sinks
 
+    def add(self, amount: float, attributes: Mapping[str, str]) -> None:
+        """Measure on every sink; one sink failing must not keep the others from it."""
+        for sink in self._sinks:
+            try:
+                sink(amount, attributes)
+            except Exception:  # noqa: BLE001 - observability failures change nothing
+                pass
 
-class _FanoutHistogram:
-    def __init__(self, histograms: list[Histogram]) -> None:
-        self._histograms = histograms
-
-    def record(self, amount: float, attributes: Mapping[str, str]) -> None:
-        for histogram in self._histograms:
-            _guarded(histogram.record, amount, attributes)
+    record = add
 
 
 def _created(
@@ -296,16 +295,6 @@ def _created(
         return create(name, unit, description)
     except Exception:  # noqa: BLE001 - observability failures change nothing
         return None
-
-
-def _guarded(
-    record: Callable[[Any, Mapping[str, str]], None], amount: float, labels: Mapping[str, str]
-) -> None:
-    """One sink failing must not keep the others from recording."""
-    try:
-        record(amount, labels)
-    except Exception:  # noqa: BLE001 - observability failures change nothing
-        pass
 
 
 NO_TELEMETRY = Telemetry()

@@ -20,112 +20,62 @@ from __future__ import annotations
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    from coretsia.worker_protocol._version import __version__
-    from coretsia.worker_protocol.catalogue import (
-        EXIT_CODES,
-        EXPLANATIONS,
-        REASON_CODES,
-        ConfigRule,
-        ErrorCode,
-        HealthReason,
-        Reason,
-    )
-    from coretsia.worker_protocol.control import (
-        CONTROL_VERSION,
-        ControlRequest,
-        ControlResponse,
-        ErrorResponse,
-        HealthResponse,
-        PoolSummary,
-        StatusResponse,
-        StoppedResponse,
-        StopProgress,
-        decode_request,
-        decode_response,
-        encode_request,
-        encode_response,
-    )
-    from coretsia.worker_protocol.endpoint import endpoint_hash
+    from coretsia.worker_protocol._version import __version__ as __version__
+    from coretsia.worker_protocol.catalogue import EXIT_CODES as EXIT_CODES
+    from coretsia.worker_protocol.catalogue import EXPLANATIONS as EXPLANATIONS
+    from coretsia.worker_protocol.catalogue import REASON_CODES as REASON_CODES
+    from coretsia.worker_protocol.catalogue import ConfigRule as ConfigRule
+    from coretsia.worker_protocol.catalogue import ErrorCode as ErrorCode
+    from coretsia.worker_protocol.catalogue import HealthReason as HealthReason
+    from coretsia.worker_protocol.catalogue import Reason as Reason
+    from coretsia.worker_protocol.control import CONTROL_VERSION as CONTROL_VERSION
+    from coretsia.worker_protocol.control import ControlRequest as ControlRequest
+    from coretsia.worker_protocol.control import ControlResponse as ControlResponse
+    from coretsia.worker_protocol.control import ErrorResponse as ErrorResponse
+    from coretsia.worker_protocol.control import HealthResponse as HealthResponse
+    from coretsia.worker_protocol.control import PoolSummary as PoolSummary
+    from coretsia.worker_protocol.control import StatusResponse as StatusResponse
+    from coretsia.worker_protocol.control import StoppedResponse as StoppedResponse
+    from coretsia.worker_protocol.control import StopProgress as StopProgress
+    from coretsia.worker_protocol.control import decode_request as decode_request
+    from coretsia.worker_protocol.control import decode_response as decode_response
+    from coretsia.worker_protocol.control import encode_request as encode_request
+    from coretsia.worker_protocol.control import encode_response as encode_response
+    from coretsia.worker_protocol.endpoint import endpoint_hash as endpoint_hash
+    from coretsia.worker_protocol.exceptions import LocalProtocolError as LocalProtocolError
+    from coretsia.worker_protocol.exceptions import ProtocolError as ProtocolError
+    from coretsia.worker_protocol.exceptions import RemoteProtocolError as RemoteProtocolError
     from coretsia.worker_protocol.exceptions import (
-        LocalProtocolError,
-        ProtocolError,
-        RemoteProtocolError,
-        WorkerAlreadyRunningError,
-        WorkerCommunicationFailedError,
-        WorkerConfigError,
-        WorkerError,
-        WorkerForkFailedError,
-        WorkerLifecycleFailedError,
-        WorkerNotRunningError,
-        WorkerStartFailedError,
+        WorkerAlreadyRunningError as WorkerAlreadyRunningError,
     )
-    from coretsia.worker_protocol.exit_codes import ExitCode
-    from coretsia.worker_protocol.framing import MAX_FRAME_BYTES, LineFramer, Need
-    from coretsia.worker_protocol.locator import Locator, decode_locator, encode_locator
-    from coretsia.worker_protocol.state import PoolState, decode_state, encode_state
-    from coretsia.worker_protocol.vocabulary import (
-        ControlCommand,
-        Driver,
-        DriverRequest,
-        PoolStatus,
-        ShutdownPhase,
-        Transport,
-        TransportRequest,
+    from coretsia.worker_protocol.exceptions import (
+        WorkerCommunicationFailedError as WorkerCommunicationFailedError,
     )
-
-
-__all__ = [
-    "CONTROL_VERSION",
-    "EXIT_CODES",
-    "EXPLANATIONS",
-    "MAX_FRAME_BYTES",
-    "REASON_CODES",
-    "ConfigRule",
-    "ControlCommand",
-    "ControlRequest",
-    "ControlResponse",
-    "Driver",
-    "DriverRequest",
-    "ErrorCode",
-    "ErrorResponse",
-    "ExitCode",
-    "HealthReason",
-    "HealthResponse",
-    "LineFramer",
-    "LocalProtocolError",
-    "Locator",
-    "Need",
-    "PoolState",
-    "PoolStatus",
-    "PoolSummary",
-    "ProtocolError",
-    "Reason",
-    "RemoteProtocolError",
-    "ShutdownPhase",
-    "StatusResponse",
-    "StopProgress",
-    "StoppedResponse",
-    "Transport",
-    "TransportRequest",
-    "WorkerAlreadyRunningError",
-    "WorkerCommunicationFailedError",
-    "WorkerConfigError",
-    "WorkerError",
-    "WorkerForkFailedError",
-    "WorkerLifecycleFailedError",
-    "WorkerNotRunningError",
-    "WorkerStartFailedError",
-    "__version__",
-    "decode_locator",
-    "decode_request",
-    "decode_response",
-    "decode_state",
-    "encode_locator",
-    "encode_request",
-    "encode_response",
-    "encode_state",
-    "endpoint_hash",
-]
+    from coretsia.worker_protocol.exceptions import WorkerConfigError as WorkerConfigError
+    from coretsia.worker_protocol.exceptions import WorkerError as WorkerError
+    from coretsia.worker_protocol.exceptions import WorkerForkFailedError as WorkerForkFailedError
+    from coretsia.worker_protocol.exceptions import (
+        WorkerLifecycleFailedError as WorkerLifecycleFailedError,
+    )
+    from coretsia.worker_protocol.exceptions import WorkerNotRunningError as WorkerNotRunningError
+    from coretsia.worker_protocol.exceptions import WorkerStartFailedError as WorkerStartFailedError
+    from coretsia.worker_protocol.exit_codes import ExitCode as ExitCode
+    from coretsia.worker_protocol.framing import MAX_FRAME_BYTES as MAX_FRAME_BYTES
+    from coretsia.worker_protocol.framing import LineFramer as LineFramer
+    from coretsia.worker_protocol.framing import Need as Need
+    from coretsia.worker_protocol.locator import Locator as Locator
+    from coretsia.worker_protocol.locator import decode_locator as decode_locator
+    from coretsia.worker_protocol.locator import encode_locator as encode_locator
+    from coretsia.worker_protocol.state import PoolState as PoolState
+    from coretsia.worker_protocol.state import decode_state as decode_state
+    from coretsia.worker_protocol.state import encode_state as encode_state
+    from coretsia.worker_protocol.vocabulary import ControlCommand as ControlCommand
+    from coretsia.worker_protocol.vocabulary import Driver as Driver
+    from coretsia.worker_protocol.vocabulary import DriverRequest as DriverRequest
+    from coretsia.worker_protocol.vocabulary import PoolStatus as PoolStatus
+    from coretsia.worker_protocol.vocabulary import ShutdownPhase as ShutdownPhase
+    from coretsia.worker_protocol.vocabulary import Transport as Transport
+    from coretsia.worker_protocol.vocabulary import TransportRequest as TransportRequest
 
 _HOMES = {
     "_version": ("__version__",),
@@ -181,6 +131,8 @@ _HOMES = {
         "TransportRequest",
     ),
 }
+
+__all__ = sorted(name for names in _HOMES.values() for name in names)
 
 
 def __getattr__(name: str) -> object:

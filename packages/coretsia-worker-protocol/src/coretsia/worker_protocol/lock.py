@@ -102,15 +102,7 @@ def acquire_shared(path: str) -> int:
     the lock cannot be taken (call :func:`probe` first, under the main lock).
     """
     fd = _open_regular(path, os.O_RDONLY | os.O_CREAT)
-    try:
-        if sys.platform == "win32":  # pragma: no cover
-            msvcrt.locking(fd, msvcrt.LK_NBRLCK, 1)
-        else:
-            cmd = fcntl.F_OFD_SETLK if _LINUX else fcntl.F_SETLK
-            fcntl.fcntl(fd, cmd, _flock_bytes(fcntl.F_RDLCK))
-    except OSError:
-        os.close(fd)
-        raise
+    _lock(fd, shared=True)
     return fd
 
 
@@ -122,14 +114,26 @@ def acquire(path: str) -> int | None:
     """
     fd = _open_regular(path, os.O_RDWR | os.O_CREAT)
     try:
-        if sys.platform == "win32":  # pragma: no cover
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        else:
-            cmd = fcntl.F_OFD_SETLK if _LINUX else fcntl.F_SETLK
-            fcntl.fcntl(fd, cmd, _flock_bytes(fcntl.F_WRLCK))
+        _lock(fd, shared=False)
     except OSError as exc:
-        os.close(fd)
         if exc.errno in (errno.EAGAIN, errno.EACCES):
             return None
         raise
     return fd
+
+
+def _lock(fd: int, *, shared: bool) -> None:
+    """Lock ``fd`` without waiting; if that fails, close it and raise :class:`OSError`.
+
+    Both takers differ only in the kind of lock and in what a busy lock means to them,
+    so the one platform switch lives here and the descriptor never leaks on failure.
+    """
+    try:
+        if sys.platform == "win32":  # pragma: no cover
+            msvcrt.locking(fd, msvcrt.LK_NBRLCK if shared else msvcrt.LK_NBLCK, 1)
+        else:
+            cmd = fcntl.F_OFD_SETLK if _LINUX else fcntl.F_SETLK
+            fcntl.fcntl(fd, cmd, _flock_bytes(fcntl.F_RDLCK if shared else fcntl.F_WRLCK))
+    except OSError:
+        os.close(fd)
+        raise

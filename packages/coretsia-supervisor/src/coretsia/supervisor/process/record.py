@@ -34,7 +34,7 @@ from coretsia.supervisor.process.rules import (
     check_worker_num,
     is_target,
 )
-from coretsia.worker_protocol.records import Frozen
+from coretsia.worker_protocol.records import Frozen, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -62,36 +62,32 @@ _ENTRY = frozenset({"worker_id", "name", "target", "kind", "enable_async"})
 _DECLARATION = frozenset({"target", "name", "workers", "enable_async", "enabled"})
 
 
-class SnapshotEntry(Frozen):
+class _Item(Frozen):
+    """One object of a snapshot's lists; ``repr`` leaves out the application's words."""
+
+    def as_dict(self) -> dict[str, object]:
+        """The schema-1 object again (a new dict)."""
+        return self._asdict()
+
+
+class SnapshotEntry(_Item):
     """One worker of a snapshot: what its slot imports and how it runs it."""
 
     worker_id: int
-    name: str
-    target: str
+    name: str = field(secret=True)
+    target: str = field(secret=True)
     kind: str
     enable_async: bool
 
-    def as_dict(self) -> dict[str, object]:
-        return self._asdict()
 
-    def __repr__(self) -> str:
-        return f"SnapshotEntry(worker_id={self.worker_id}, kind={self.kind!r})"
-
-
-class SnapshotDeclaration(Frozen):
+class SnapshotDeclaration(_Item):
     """One discovered ``@process`` declaration with its raw values."""
 
-    target: str
-    name: str | None
+    target: str = field(secret=True)
+    name: str | None = field(secret=True)
     workers: int
     enable_async: bool | None
     enabled: bool | None
-
-    def as_dict(self) -> dict[str, object]:
-        return self._asdict()
-
-    def __repr__(self) -> str:
-        return f"SnapshotDeclaration(workers={self.workers}, enabled={self.enabled})"
 
 
 class ProcessSnapshot(Frozen):

@@ -52,6 +52,7 @@ from coretsia.supervisor.process.rules import (
     check_worker_num,
 )
 from coretsia.supervisor.process.targets import async_shape, describe, is_process
+from coretsia.worker_protocol.records import Frozen, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,75 +64,36 @@ __all__ = ["Batch", "ProcessEntry", "Registry", "RegistryOwner", "registry_of"]
 
 
 @final
-class ProcessEntry:
+class ProcessEntry(Frozen):
     """One registered worker: its name and id, the effective task and how to rebuild it.
 
     ``task`` is what :meth:`ProcessManager.get` returns; ``target`` and ``kind`` are the
     address and kind of :mod:`.targets`; ``enable_async`` is the effective flag. Read-only:
-    :meth:`Registry.entries` hands out the registry's own records.
+    :meth:`Registry.entries` hands out the registry's own records. ``repr`` leaves out the
+    name, the task and the target: they carry the application's words (errors' rule).
     """
 
-    __slots__ = ("enable_async", "kind", "name", "target", "task", "worker_id")
-    name: str
+    name: str = field(secret=True)
     worker_id: int
-    task: Process
-    target: str
+    task: Process = field(secret=True)
+    target: str = field(secret=True)
     kind: str
     enable_async: bool
 
-    def __init__(
-        self,
-        name: str,
-        worker_id: int,
-        task: Process,
-        target: str,
-        kind: str,
-        enable_async: bool,
-    ) -> None:
-        for slot, value in (
-            ("name", name),
-            ("worker_id", worker_id),
-            ("task", task),
-            ("target", target),
-            ("kind", kind),
-            ("enable_async", enable_async),
-        ):
-            object.__setattr__(self, slot, value)
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise AttributeError(name)
-
-    def __delattr__(self, name: str) -> None:
-        raise AttributeError(name)
-
-    def __repr__(self) -> str:
-        return f"ProcessEntry(worker_id={self.worker_id}, kind={self.kind!r})"
-
 
 @final
-class Batch:
+class Batch(Frozen):
     """A validated registration waiting for :meth:`Registry.commit`: nothing has names yet.
 
     ``worker_num`` is 0 for a disabled task, whatever count was asked for.
     """
 
-    __slots__ = ("enable_async", "kind", "name", "target", "task", "worker_num")
-
-    def __init__(
-        self,
-        worker_num: int,
-        task: Process,
-        name: str | None,
-        target: str,
-        kind: str,
-        enable_async: bool,
-    ) -> None:
-        self.worker_num = worker_num
-        self.task = task
-        self.name = name
-        self.target = target
-        self.kind = kind
-        self.enable_async = enable_async
+    worker_num: int
+    task: Process = field(secret=True)
+    name: str | None = field(secret=True)
+    target: str = field(secret=True)
+    kind: str
+    enable_async: bool
 
 
 @final

@@ -195,12 +195,7 @@ class WorkerPool:
         poller = select.poll()
         poller.register(endpoint.wait_fd(), select.POLLIN)
         poller.register(self._stop.fileno(), select.POLLIN)
-        while True:
-            message = endpoint.take()
-            if message is not None:
-                return message
-            if self._stop.stopping:
-                return None
+        while (message := endpoint.take()) is None and not self._stop.stopping:
             left = None if deadline is None else deadline - time.monotonic()
             if left is not None and left <= 0:
                 return None
@@ -208,6 +203,7 @@ class WorkerPool:
             # done in steps (the loop checks the deadline again).
             step = None if left is None else min(left, _MAX_POLL_S)
             poller.poll(None if step is None else -int(-step * 1000 // 1))
+        return message
 
     async def receive_message_async(self) -> bytes | None:
         """:meth:`receive_message` for an async entry (asyncio or trio), without a timeout.
@@ -217,13 +213,9 @@ class WorkerPool:
         this already returns None once the pool is stopping.
         """
         endpoint = self._messages()
-        while True:
-            message = endpoint.take()
-            if message is not None:
-                return message
-            if self._stop.stopping:
-                return None
+        while (message := endpoint.take()) is None and not self._stop.stopping:
             await _wait_readable(endpoint.wait_fd(), self._stop.fileno())
+        return message
 
     def _messages(self) -> Endpoint:
         if self._endpoint is None:
