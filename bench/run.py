@@ -844,9 +844,10 @@ class _MemorySource:
 
 def scenario_task_loop(results: Results, runs: int, count: int = 200_000) -> None:
     """S7: per-task overhead of run_unit and work() against a bare loop."""
-    from coretsia.supervisor.launcher import _Context
     from coretsia.supervisor.stop_signal import StopSignal
-    from coretsia.supervisor.worker_loop import Hooks, Retirement, run_unit, work
+    from coretsia.supervisor.worker.channel import Reporter, Retirement
+    from coretsia.supervisor.worker.loop import Hooks, run_unit, work
+    from coretsia.supervisor.worker.tasks import SourceContext
 
     hooks = Hooks()
     task = NoopTask()
@@ -868,11 +869,11 @@ def scenario_task_loop(results: Results, runs: int, count: int = 200_000) -> Non
         read_end, write_end = os.pipe()
         ours, theirs = socket.socketpair()
         try:
-            context = _Context("queue", 0, StopSignal(read_end), "bench", {})
+            context = SourceContext("queue", 0, StopSignal(read_end), "bench", {})
             source = _MemorySource(count, lambda: os.close(write_end))
-            retirement = Retirement(ours)
+            retirement = Retirement(Reporter(ours))
             started = time.perf_counter()
-            work(source, context, count + 1, hooks, retirement, lambda: None)
+            work(source, context, count + 1, hooks, retirement)
             return time.perf_counter() - started
         finally:
             os.close(read_end)

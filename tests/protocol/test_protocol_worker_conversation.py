@@ -44,7 +44,12 @@ ANY_TIME: tuple[WorkerFrame, ...] = (
 
 def received(conversation: SupervisorConversation, *frames: WorkerFrame) -> list[object]:
     """Feed the frames as one chunk; every event until the conversation needs data."""
-    conversation.receive_data(b"".join(encode_worker_frame(f) for f in frames))
+    return received_bytes(conversation, b"".join(encode_worker_frame(f) for f in frames))
+
+
+def received_bytes(conversation: SupervisorConversation, data: bytes) -> list[object]:
+    """Feed ``data``; every event until the conversation needs data."""
+    conversation.receive_data(data)
     events: list[object] = []
     while not isinstance(event := conversation.next_event(), Need):
         events.append(event)
@@ -146,18 +151,52 @@ class TestSupervisorEnd:
 
 
 class TestWorkerEnd:
-    def test_asks_once(self) -> None:
-        """ask_to_retire is True the first time only."""
+    def test_sends_ready_once(self) -> None:
+        """ready goes once, and only without a token; the bytes are the frame's."""
         conversation = WorkerConversation()
-        assert not conversation.asked
-        assert conversation.ask_to_retire() is True
-        assert conversation.ask_to_retire() is False
-        assert conversation.asked
+        states = [conversation.ready]
+        with pytest.raises(LocalProtocolError) as info:
+            conversation.send(Ready("a" * 64))
+        assert info.value.reason is Reason.FRAME_UNEXPECTED
+        states.append(conversation.ready)  # a refused frame changes nothing
+        assert conversation.send(Ready()) == encode_worker_frame(Ready())
+        states.append(conversation.ready)
+        with pytest.raises(LocalProtocolError):
+            conversation.send(Ready())
+        assert states == [False, False, True]
+
+    @pytest.mark.parametrize("frame", ANY_TIME, ids=lambda f: type(f).__name__)
+    def test_any_time_frames_go_before_and_after_ready(self, frame: WorkerFrame) -> None:
+        """failed, task-failed and shutdown-request go whenever, as often as needed."""
+        conversation = WorkerConversation()
+        sent = [conversation.send(f) for f in (frame, frame, Ready(), frame)]
+        assert sent == [encode_worker_frame(f) for f in (frame, frame, Ready(), frame)]
+
+    def test_asks_once(self) -> None:
+        """retiring goes once: a second one is the worker's own bug."""
+        conversation = WorkerConversation()
+        conversation.send(Ready())
+        asked = [conversation.asked]
+        assert conversation.send(Retiring()) == encode_worker_frame(Retiring())
+        asked.append(conversation.asked)
+        with pytest.raises(LocalProtocolError):
+            conversation.send(Retiring())
+        assert asked == [False, True]
+        assert conversation.retirement is Retirement.ASKED
+
+    def test_sending_after_a_broken_read(self) -> None:
+        """A supervisor that broke the rules can still be told why the worker leaves."""
+        conversation = WorkerConversation()
+        conversation.receive_data(encode_retire())
+        with pytest.raises(RemoteProtocolError):
+            conversation.next_event()
+        failed = Failed(Reason.LIFECYCLE_FAILED)
+        assert conversation.send(failed) == encode_worker_frame(failed)
 
     def test_grant_after_asking(self) -> None:
         """retire after retiring is the grant."""
         conversation = WorkerConversation()
-        conversation.ask_to_retire()
+        conversation.send(Retiring())
         assert conversation.next_event() is Need.DATA
         conversation.receive_data(encode_retire())
         assert conversation.next_event() == Retire()
@@ -176,7 +215,7 @@ class TestWorkerEnd:
     def test_second_grant_is_refused(self) -> None:
         """One grant per request."""
         conversation = WorkerConversation()
-        conversation.ask_to_retire()
+        conversation.send(Retiring())
         conversation.receive_data(encode_retire() * 2)
         assert conversation.next_event() == Retire()
         with pytest.raises(RemoteProtocolError):
@@ -185,7 +224,7 @@ class TestWorkerEnd:
     def test_garbage_is_refused(self) -> None:
         """Anything but a retire frame is a protocol violation."""
         conversation = WorkerConversation()
-        conversation.ask_to_retire()
+        conversation.send(Retiring())
         conversation.receive_data(encode_worker_frame(Ready()))
         with pytest.raises(RemoteProtocolError):
             conversation.next_event()
@@ -193,7 +232,7 @@ class TestWorkerEnd:
     def test_close(self) -> None:
         """The supervisor's end of stream is CLOSED (nobody to ask any more)."""
         conversation = WorkerConversation()
-        conversation.ask_to_retire()
+        conversation.send(Retiring())
         conversation.receive_data(b"")
         assert conversation.next_event() is Need.CLOSED
 
@@ -201,8 +240,8 @@ class TestWorkerEnd:
 def test_grant_travels_from_one_end_to_the_other() -> None:
     """The supervisor's grant is what the worker's end accepts."""
     supervisor, worker = SupervisorConversation(), WorkerConversation()
-    worker.ask_to_retire()
-    received(supervisor, Ready(), Retiring())
+    supervisor.receive_data(worker.send(Ready()) + worker.send(Retiring()))
+    assert [supervisor.next_event(), supervisor.next_event()] == [Ready(), Retiring()]
     worker.receive_data(supervisor.send_retire())
     assert worker.next_event() == Retire()
 
@@ -233,9 +272,28 @@ def test_readiness_rule_over_any_sequence(sequence: list[WorkerFrame]) -> None:
     assert conversation.readiness is (Readiness.READY if seen_ready else Readiness.BOOTING)
 
 
+@FUZZ
+@given(sequence=st.lists(frames, max_size=10))
+def test_what_the_worker_sends_the_supervisor_reads(sequence: list[WorkerFrame]) -> None:
+    """The worker's end refuses exactly a second or token-carrying ready and a second
+    retiring; everything it lets out, the supervisor's end reads as sent, once each."""
+    worker, supervisor = WorkerConversation(), SupervisorConversation()
+    for frame in sequence:
+        illegal = (isinstance(frame, Ready) and (worker.ready or frame.token is not None)) or (
+            isinstance(frame, Retiring) and worker.asked
+        )
+        if illegal:
+            with pytest.raises(LocalProtocolError):
+                worker.send(frame)
+            continue
+        assert received_bytes(supervisor, worker.send(frame)) == [frame]
+    assert supervisor.readiness is (Readiness.READY if worker.ready else Readiness.BOOTING)
+    assert supervisor.retirement is worker.retirement
+
+
 def _asked() -> WorkerConversation:
     conversation = WorkerConversation()
-    conversation.ask_to_retire()
+    conversation.send(Retiring())
     return conversation
 
 

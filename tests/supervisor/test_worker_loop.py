@@ -1,11 +1,12 @@
-"""The unit of work's precedence table (coretsia.supervisor.worker_loop), row by row."""
+"""The unit of work's precedence table (coretsia.supervisor.worker.loop), row by row."""
 
 from __future__ import annotations
 
 import pytest
 from unit_recorder import Recorder, run_recorded
 
-from coretsia.supervisor.worker_loop import Hooks, WorkerExit, run_unit
+from coretsia.supervisor.worker import WorkerExit
+from coretsia.supervisor.worker.loop import Hooks, run_unit
 from coretsia.worker_protocol.catalogue import Reason
 
 

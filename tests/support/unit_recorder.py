@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from coretsia.supervisor.telemetry import NO_TELEMETRY, Telemetry
-from coretsia.supervisor.worker_loop import Hooks, WorkerExit, run_unit
+from coretsia.supervisor.worker import WorkerExit
+from coretsia.supervisor.worker.loop import Hooks, run_unit
 from coretsia.worker_protocol.catalogue import Reason
 
 

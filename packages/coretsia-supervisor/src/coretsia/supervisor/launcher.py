@@ -10,15 +10,17 @@ runs a process entry (seed 003) through
 without a frame when the entry raised: the supervisor replaces it). Every spawn is a
 fresh interpreter, recycled and replaced ones included.
 
-Interpreter start-up dominates pool start and recycle, so this module imports at load
-time only :mod:`os`, :mod:`sys`, the small :mod:`coretsia.supervisor.worker_loop` (its
-exit statuses; it brings :mod:`select` and :mod:`coretsia.supervisor.telemetry`) and
-the protocol's ``parent_watch``; everything else (``ctypes``, ``_socket``, the protocol
-frames, :mod:`coretsia.supervisor.generation`) is imported inside the functions that
-need it, after the parent-death watch is armed. It never
-imports trio, attrs, cattrs or psutil (a test checks this with ``-X importtime``). With
-``telemetry = "otel"`` in the generation, OpenTelemetry is imported once ``ready`` was
-sent (see :mod:`coretsia.supervisor.otel`), so readiness never waits for it.
+This module is the boot sequence; its steps live in :mod:`coretsia.supervisor.worker`
+(the contract checks, the channel, the task source and the loop) and, for an entry, in
+:mod:`coretsia.supervisor.process.worker`. Interpreter start-up dominates pool start and
+recycle, so it imports at load time only :mod:`os`, :mod:`sys`, the tiny
+:mod:`coretsia.supervisor.worker` package (the exit statuses) and the protocol's
+``parent_watch``; everything else (``ctypes``, ``_socket``, the protocol frames,
+:mod:`coretsia.supervisor.generation`) is imported inside the functions that need it,
+after the parent-death watch is armed. It never imports trio, attrs, cattrs or psutil (a
+test checks this with ``-X importtime``). With ``telemetry = "otel"`` in the generation,
+OpenTelemetry is imported once ``ready`` was sent (see :mod:`coretsia.supervisor.otel`),
+so readiness never waits for it.
 
 The contract with the spawner:
 
@@ -42,7 +44,8 @@ that pid (the parent may have died before the watch was armed), then removes the
 so that application code never sees it. Elsewhere it only checks and removes.
 
 descriptors: the launcher writes worker-channel frames (newline-delimited JSON, see
-:mod:`coretsia.worker_protocol.worker_channel`) on the channel socket: ``ready`` (token
+:mod:`coretsia.worker_protocol.worker_channel`, in the order
+:mod:`coretsia.worker_protocol.worker_conversation` allows) on the channel socket: ``ready`` (token
 ``null``: the inherited descriptor proves who speaks) once ``assert_ready`` passed;
 ``failed`` with a reason token before every exit with status 1 (except the parent-death
 case, when nobody is listening); ``retiring`` before a ``max_requests`` exit. The stop
@@ -81,28 +84,21 @@ from __future__ import annotations
 import os
 import sys
 
-from coretsia.supervisor.worker_loop import EXIT_CONTRACT, EXIT_FAILURE
-from coretsia.supervisor.worker_loop import WorkerExit as _Exit
-from coretsia.worker_protocol.parent_watch import arm_parent_death, is_decimal, parent_matches
+from coretsia.supervisor.worker import (
+    EXIT_CONTRACT,
+    EXIT_FAILURE,
+    WorkerExit,
+    failure,
+    mark_managed,
+)
+from coretsia.worker_protocol.parent_watch import arm_parent_death, parent_matches
 
 # Not ``from typing import TYPE_CHECKING``: importing typing costs milliseconds on every
 # worker boot, and type checkers honour a module-level ``TYPE_CHECKING`` all the same.
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
-    import _socket
-    from collections.abc import Mapping
-
-    from coretsia.supervisor.stop_signal import StopSignal
-    from coretsia.supervisor.telemetry import Telemetry
-    from coretsia.worker_protocol.catalogue import Reason
-    from coretsia.worker_protocol.task_source import TaskSource
-    from coretsia.worker_protocol.worker_channel import WorkerFrame
-
-ARG_PREFIX = "--coretsia-worker-"
-ARGS = ("artifact-root", "slot", "channel-fd", "stop-fd")
-FORBIDDEN_ARGS = ("module-manifest", "config", "container")
-"""Seed 000: a child boots from the whole generation, never from individual files."""
+    from coretsia.supervisor.worker.channel import Reporter
 
 
 def main() -> None:
@@ -143,9 +139,6 @@ def _leave() -> None:
     os._exit(0)
 
 
-# --- parent watch ---------------------------------------------------------------------
-
-
 def _check_parent() -> None:
     """Exit 1 if the spawner already died (before the watch was armed), 2 if unnamed."""
     matches = parent_matches()
@@ -155,198 +148,22 @@ def _check_parent() -> None:
         raise SystemExit(EXIT_FAILURE)
 
 
-# --- contract checks ------------------------------------------------------------------
-
-
-def _parse(argv: list[str]) -> tuple[str, int, int, int]:
-    """Return (artifact root, slot, channel fd, stop fd) or raise ``_Exit(2)``."""
-    values: dict[str, str] = {}
-    for arg in argv:
-        name, sep, value = arg.partition("=")
-        key = name[len(ARG_PREFIX) :] if name.startswith(ARG_PREFIX) else ""
-        if key in FORBIDDEN_ARGS or key not in ARGS or not sep or key in values:
-            raise _Exit(EXIT_CONTRACT)
-        values[key] = value
-    if len(values) != len(ARGS):
-        raise _Exit(EXIT_CONTRACT)
-    numbers = [values["slot"], values["channel-fd"], values["stop-fd"]]
-    if not all(is_decimal(number) for number in numbers):
-        raise _Exit(EXIT_CONTRACT)
-    slot, channel_fd, stop_fd = (int(number) for number in numbers)
-    if channel_fd < 3 or stop_fd < 3 or channel_fd == stop_fd:
-        raise _Exit(EXIT_CONTRACT)
-    return values["artifact-root"], slot, channel_fd, stop_fd
-
-
-def _project_root(artifact_root: str) -> str:
-    """The working directory (resolved), once the artifact root is proven to lie inside it."""
-    from coretsia.worker_protocol.paths import is_safe_relative_path
-
-    if not is_safe_relative_path(artifact_root):
-        raise _Exit(EXIT_CONTRACT)
-    root = os.path.realpath(os.getcwd())
-    target = os.path.realpath(os.path.join(root, artifact_root))
-    inside = os.path.normcase(root).rstrip(os.sep) + os.sep
-    if not os.path.normcase(target).startswith(inside):
-        raise _Exit(EXIT_CONTRACT)
-    return root
-
-
-def _open_channel(fd: int) -> _socket.socket:
-    """Adopt the inherited channel; anything but a stream UNIX socket is ``_Exit(2)``.
-
-    The C-level ``_socket`` type, not :mod:`socket`: a worker needs no more than
-    ``sendall`` and ``recv``, and :mod:`socket` with :mod:`selectors` is about 0.5 MiB
-    of every worker's memory.
-    """
-    import _socket
-
-    try:
-        channel = _socket.socket(fileno=fd)  # family and type read from the descriptor
-    except OSError:
-        raise _Exit(EXIT_CONTRACT) from None
-    family = getattr(_socket, "AF_UNIX", None)
-    if channel.family != family or channel.type != _socket.SOCK_STREAM:
-        channel.close()
-        raise _Exit(EXIT_CONTRACT)
-    channel.settimeout(None)  # blocking: frames are tiny and the peer reads them
-    os.set_inheritable(fd, False)  # noqa: FBT003 - positional-only
-    return channel
-
-
-def _adopt_stop_fd(fd: int) -> None:
-    """Check the stop descriptor is open and keep it from the application's children."""
-    try:
-        os.fstat(fd)
-        os.set_inheritable(fd, False)  # noqa: FBT003 - positional-only
-    except OSError:
-        raise _Exit(EXIT_CONTRACT) from None
-
-
-# --- the worker -----------------------------------------------------------------------
-
-
-class _Reporter:
-    """Sends frames on the channel, never failing: a closed channel means nobody listens."""
-
-    def __init__(self, channel: _socket.socket) -> None:
-        import _socket
-
-        self.channel = channel
-        self.flags: int = getattr(_socket, "MSG_NOSIGNAL", 0)
-        self.ready = False
-        self.debug = False
-
-    def send(self, frame: WorkerFrame) -> None:
-        from coretsia.worker_protocol.worker_channel import encode_worker_frame
-
-        try:
-            self.channel.sendall(encode_worker_frame(frame), self.flags)
-        except OSError:
-            pass  # the supervisor is gone; the exit status still tells the guardian
-
-    def fail(self, reason: Reason, error: BaseException | None) -> None:
-        from coretsia.worker_protocol.worker_channel import Failed
-
-        self._show(error)
-        self.send(Failed(reason))
-
-    def task_failed(self, task: object, error: Exception) -> None:
-        """Tell the supervisor what an operator may see of a failed task (safe fields).
-
-        ``attempt`` and ``retried`` are optional attributes of a source's task (the SQLite
-        source has both); anything else than an int of at least 1 or a bool is not sent.
-        """
-        from coretsia.worker_protocol.worker_channel import (
-            MAX_ATTEMPT,
-            TaskFailed,
-            error_type_name,
-        )
-
-        self._show(error)
-        attempt = getattr(task, "attempt", None)
-        retried = getattr(task, "retried", None)
-        self.send(
-            TaskFailed(
-                error_type_name(type(error)),
-                attempt if type(attempt) is int and 1 <= attempt <= MAX_ATTEMPT else None,
-                retried if type(retried) is bool else None,
-            )
-        )
-
-    def _show(self, error: BaseException | None) -> None:
-        if self.debug and error is not None:
-            import traceback
-
-            traceback.print_exception(error)  # debug only: may show payloads and config
-            sys.stderr.flush()
-
-
-class _Context:
-    """The :class:`~coretsia.worker_protocol.task_source.TaskSourceContext` a source gets.
-
-    ``stopping`` and ``wait_for_stop`` look at the stop descriptor through a
-    :class:`~coretsia.supervisor.stop_signal.StopSignal`, which never reads it.
-    """
-
-    __slots__ = ("_generation", "_options", "_slot", "_stop", "_task_type")
-
-    def __init__(
-        self,
-        task_type: str,
-        slot: int,
-        stop: StopSignal,
-        generation: str,
-        options: dict[str, object],
-    ) -> None:
-        import types
-
-        self._task_type = task_type
-        self._slot = slot
-        self._generation = generation
-        self._options = types.MappingProxyType(dict(options))
-        self._stop = stop
-
-    @property
-    def task_type(self) -> str:
-        return self._task_type
-
-    @property
-    def slot(self) -> int:
-        return self._slot
-
-    @property
-    def generation(self) -> str:
-        return self._generation
-
-    @property
-    def options(self) -> Mapping[str, object]:
-        return self._options
-
-    @property
-    def stopping(self) -> bool:
-        return self._stop.stopping
-
-    def stop_fileno(self) -> int:
-        return self._stop.fileno()
-
-    def wait_for_stop(self, timeout: float | None) -> bool:
-        return self._stop.wait(timeout)
-
-
 def _run(argv: list[str], *, armed: bool) -> int:
     """Check the contract, then boot and serve; return the exit status."""
+    from coretsia.supervisor.worker.channel import Reporter, open_channel
+    from coretsia.supervisor.worker.contract import adopt_stop_fd, parse, project_root
+
     try:
-        artifact_root, slot, channel_fd, stop_fd = _parse(argv)
-        root = _project_root(artifact_root)
-        channel = _open_channel(channel_fd)
-    except _Exit as refused:
+        artifact_root, slot, channel_fd, stop_fd = parse(argv)
+        root = project_root(artifact_root)
+        channel = open_channel(channel_fd)
+    except WorkerExit as refused:
         return refused.code
-    reporter = _Reporter(channel)
+    reporter = Reporter(channel)
     try:
-        _adopt_stop_fd(stop_fd)
+        adopt_stop_fd(stop_fd)
         return _serve(reporter, root, artifact_root, slot, stop_fd, armed=armed)
-    except _Exit as leaving:
+    except WorkerExit as leaving:
         if leaving.reason is not None:
             reporter.fail(leaving.reason, leaving.__cause__)
         return leaving.code
@@ -361,32 +178,32 @@ def _run(argv: list[str], *, armed: bool) -> int:
 
 
 def _serve(
-    reporter: _Reporter, root: str, artifact_root: str, slot: int, stop_fd: int, *, armed: bool
+    reporter: Reporter, root: str, artifact_root: str, slot: int, stop_fd: int, *, armed: bool
 ) -> int:
     """Boot from the generation; run a task worker or, past the task slots, an entry."""
     from coretsia.supervisor.generation import GenerationError, load_current_generation
     from coretsia.supervisor.stop_signal import StopSignal
-    from coretsia.worker_protocol.catalogue import Reason
 
     if not armed:  # no parent-death watch: this worker could outlive its generation
-        raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
-    from coretsia.supervisor.worker_loop import mark_managed
-
+        raise failure("CHILD_START_FAILED")
     mark_managed()  # a worker, of either kind, never starts a pool of its own
     try:
         generation, spec = load_current_generation(root, artifact_root)
     except GenerationError as error:
-        raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED) from error
+        raise failure("CHILD_START_FAILED") from error
     reporter.debug = spec.get("debug") is True
     workers = _count(spec, "workers", 0)
     if slot < workers:
         _extend_path(root, spec.get("app_path"))
+        max_requests = _count(spec, "max_requests", 1)
+        from coretsia.supervisor.worker.tasks import serve_tasks
+
         stop = StopSignal.any_of(stop_fd, reporter.channel.fileno())
-        return _serve_tasks(reporter, spec, slot, stop, generation)
+        return serve_tasks(reporter, spec, slot, stop, generation, max_requests)
     stop = StopSignal(stop_fd)
     processes = spec.get("processes")
     if processes is None:
-        raise _Exit(EXIT_CONTRACT)  # no entries: the slot is past every task slot
+        raise WorkerExit(EXIT_CONTRACT)  # no entries: the slot is past every task slot
     from coretsia.supervisor.process.worker.entry import EntryBoot
 
     boot = EntryBoot(processes, slot - workers)  # a slot past every entry is a contract error
@@ -394,55 +211,10 @@ def _serve(
     return boot.serve(reporter, spec, stop, generation)
 
 
-def _serve_tasks(
-    reporter: _Reporter, spec: dict[str, object], slot: int, stop: StopSignal, generation: str
-) -> int:
-    """Resolve the task source, report ready, run the sequential loop."""
-    from coretsia.supervisor.worker_loop import Retirement, resolve_hooks, work
-    from coretsia.worker_protocol.catalogue import Reason
-    from coretsia.worker_protocol.worker_channel import Ready, Retiring
-
-    max_requests = _count(spec, "max_requests", 1)
-    task_type = spec.get("task_type")
-    if task_type not in ("queue", "http"):
-        raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
-    options = spec.get("source_options", {})
-    if not isinstance(options, dict):
-        raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
-    context = _Context(str(task_type), slot, stop, generation, options)
-    hooks = resolve_hooks(spec)
-    source = _resolve_source(spec.get("task_source"), context)
-    reporter.send(Ready())
-    reporter.ready = True
-    return work(
-        source,
-        context,
-        max_requests,
-        hooks,
-        Retirement(reporter.channel, stop.listen),
-        lambda: reporter.send(Retiring()),
-        _telemetry(spec.get("telemetry")),
-        reporter.task_failed,
-    )
-
-
-def _telemetry(mode: object) -> Telemetry:
-    """The worker's telemetry: OpenTelemetry for ``otel``, imported only now, after ready."""
-    from coretsia.supervisor.telemetry import NO_TELEMETRY
-
-    if mode != "otel":
-        return NO_TELEMETRY
-    from coretsia.supervisor.otel import opentelemetry_telemetry
-
-    return opentelemetry_telemetry("coretsia.worker") or NO_TELEMETRY
-
-
 def _count(spec: dict[str, object], key: str, low: int) -> int:
     value = spec.get(key)
     if type(value) is not int or value < low:
-        from coretsia.worker_protocol.catalogue import Reason
-
-        raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
+        raise failure("CHILD_START_FAILED")
     return value
 
 
@@ -454,48 +226,8 @@ def _extend_path(root: str, app_path: object) -> None:
         isinstance(entry, str) and (entry == "." or is_safe_relative_path(entry))
         for entry in app_path
     ):
-        from coretsia.worker_protocol.catalogue import Reason
-
-        raise _Exit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
+        raise failure("CHILD_START_FAILED")
     sys.path[0:0] = [root if entry == "." else os.path.join(root, entry) for entry in app_path]
-
-
-def _resolve_source(target: object, context: _Context) -> TaskSource:
-    """Import the frozen ``module:attr``, build the source, check it is ready to serve."""
-    from coretsia.worker_protocol.catalogue import Reason
-
-    if not isinstance(target, str) or not all(target.partition(":")[::2]):
-        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_UNRESOLVABLE)  # no module, or no attr
-    from coretsia.worker_protocol.internal.runtime.imports import import_target
-
-    try:
-        factory = import_target(target)
-    except Exception as error:
-        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_UNRESOLVABLE) from error
-    if not callable(factory):
-        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_UNRESOLVABLE)
-    declared = getattr(factory, "task_type", context.task_type)
-    if declared != context.task_type:
-        # The application's own factory is imported here first; one that declares
-        # another task type is refused like one that is not a source at all.
-        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_INVALID)
-    try:
-        source = factory(context)
-    except Exception as error:
-        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_UNRESOLVABLE) from error
-    try:
-        valid = callable(getattr(source, "assert_ready", None)) and callable(
-            getattr(source, "receive", None)
-        )
-    except Exception as error:
-        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_INVALID) from error
-    if not valid:
-        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_INVALID)
-    try:
-        source.assert_ready()
-    except Exception as error:
-        raise _Exit(EXIT_FAILURE, Reason.TASK_SOURCE_NOT_READY) from error
-    return source  # type: ignore[no-any-return]
 
 
 if __name__ == "__main__":

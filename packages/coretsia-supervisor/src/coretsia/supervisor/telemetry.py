@@ -29,7 +29,7 @@ Why every call is guarded: seed 000 says observability failures change no lifecy
 task outcome. A tracer, meter, instrument or clock that raises is caught here, and a unit
 whose clock failed (or ran backwards) records a duration of 0.
 
-Imported on the worker boot path (through :mod:`coretsia.supervisor.worker_loop`): it
+Imported on the worker boot path (through :mod:`coretsia.supervisor.worker.loop`): it
 imports only :mod:`time` at load time, never OpenTelemetry.
 """
 
@@ -98,7 +98,7 @@ TASK_OUTCOMES = (
     "settlement-failed",
     "aborted",
 )
-"""How a unit of work ended (the rows of :mod:`coretsia.supervisor.worker_loop`'s table);
+"""How a unit of work ended (the rows of :mod:`coretsia.supervisor.worker.loop`'s table);
 ``aborted``: something other than an ``Exception`` (``SystemExit``...) escaped it."""
 
 

@@ -3,21 +3,23 @@
 :mod:`~coretsia.worker_protocol.worker_channel` says what one frame may contain; this
 module holds the order, for both ends of the channel between a worker and its supervisor:
 :class:`SupervisorConversation` reads a worker's frames and grants its retirement,
-:class:`WorkerConversation` asks to retire and reads the grant. Like the control
+:class:`WorkerConversation` sends the worker's frames and reads the grant. Like the control
 conversation (:mod:`~coretsia.worker_protocol.control_conversation`), each is fed bytes
 with ``receive_data`` and asked for the next frame with ``next_event``.
 
-The rules (all of them live here; the I/O loops hold none):
+The rules (all of them live here; the I/O loops hold none). Each end checks them on
+what it sends (breaking one is its own bug:
+:class:`~coretsia.worker_protocol.exceptions.LocalProtocolError`) and on what it receives
+(the peer's: :class:`~coretsia.worker_protocol.exceptions.RemoteProtocolError`):
 
 1. ``ready`` comes at most once and without a token (the inherited descriptor already
    proves who speaks). A second one, or one with a token, breaks readiness.
 2. ``failed``, ``task-failed`` and ``shutdown-request`` may come at any time.
-3. ``retiring`` asks once: a repeated one is the same request, not reported again.
-4. ``retire`` answers a ``retiring``, once: the supervisor never sends it unasked
-   (:class:`~coretsia.worker_protocol.exceptions.LocalProtocolError`) and a worker
-   refuses one it did not ask for
-   (:class:`~coretsia.worker_protocol.exceptions.RemoteProtocolError`).
-5. A frame that breaks a rule, or does not decode, ends the conversation: every later
+3. ``retiring`` asks once. The worker sends it once; a repeated one the supervisor
+   receives is the same request, not reported again.
+4. ``retire`` answers a ``retiring``, once: the supervisor never sends it unasked and a
+   worker refuses one it did not ask for.
+5. A frame that breaks a rule, or does not decode, ends the reading: every later
    ``next_event`` raises again. For the supervisor, what it means depends on when
    (:meth:`SupervisorConversation.failure`): a readiness failure before ``ready`` or
    about ``ready``, a lifecycle failure after.
@@ -48,6 +50,7 @@ from coretsia.worker_protocol.worker_channel import (
     decode_supervisor_frame,
     decode_worker_frame,
     encode_retire,
+    encode_worker_frame,
 )
 
 TYPE_CHECKING = False
@@ -136,26 +139,38 @@ class SupervisorConversation:
 
 
 class WorkerConversation:
-    """The worker's end of its channel, once it is ready: ask to retire, read the grant."""
+    """The worker's end of its channel: the frames it sends, and the grant it reads."""
 
-    __slots__ = ("_broken", "_framer", "retirement")
+    __slots__ = ("_broken", "_framer", "readiness", "retirement")
 
     def __init__(self) -> None:
         self._framer = LineFramer()
+        self.readiness = Readiness.BOOTING
         self.retirement = Retirement.NOT_ASKED
         self._broken = False
+
+    @property
+    def ready(self) -> bool:
+        """Whether ``ready`` went."""
+        return self.readiness is Readiness.READY
 
     @property
     def asked(self) -> bool:
         """Whether ``retiring`` went (the grant may then come)."""
         return self.retirement is not Retirement.NOT_ASKED
 
-    def ask_to_retire(self) -> bool:
-        """Record that ``retiring`` goes out now; False when it already went (rule 3)."""
-        if self.asked:
-            return False
-        self.retirement = Retirement.ASKED
-        return True
+    def send(self, frame: WorkerFrame) -> bytes:
+        """The bytes of ``frame``, if the rules let the worker say it now (rules 1 to 3)."""
+        data = encode_worker_frame(frame)
+        if isinstance(frame, Ready):
+            if frame.token is not None or self.readiness is not Readiness.BOOTING:
+                raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
+            self.readiness = Readiness.READY
+        elif isinstance(frame, Retiring):
+            if self.asked:
+                raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
+            self.retirement = Retirement.ASKED
+        return data
 
     def receive_data(self, data: bytes) -> None:
         """Buffer bytes read from the supervisor; ``b""`` means it closed the channel."""

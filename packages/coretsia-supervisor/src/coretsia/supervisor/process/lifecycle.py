@@ -34,7 +34,7 @@ import sys
 
 from coretsia.supervisor.process.errors import NestedPoolError, RegistrationClosedError
 from coretsia.supervisor.process.worker.pool import current_pool
-from coretsia.supervisor.worker_loop import is_managed
+from coretsia.supervisor.worker import is_managed
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import WorkerStartFailedError
 

@@ -26,27 +26,20 @@ import sys
 from coretsia.supervisor.process.errors import ProcessError
 from coretsia.supervisor.process.rules import EVENT_LOOPS, IPC_NONE, KIND_FUNCTION, KIND_PROCESS
 from coretsia.supervisor.process.worker.pool import WorkerPool
-from coretsia.supervisor.worker_loop import EXIT_CONTRACT, EXIT_FAILURE, WorkerExit
+from coretsia.supervisor.worker import EXIT_CONTRACT, EXIT_FAILURE, WorkerExit
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.worker_channel import Ready
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import _socket
     from collections.abc import Callable
     from types import FrameType
-    from typing import Any, Protocol
+    from typing import Any
 
     from coretsia.supervisor.process.record import SnapshotEntry
     from coretsia.supervisor.process.worker.ipc_endpoint import Endpoint
     from coretsia.supervisor.stop_signal import StopSignal
-    from coretsia.worker_protocol.worker_channel import WorkerFrame
-
-    class Reporter(Protocol):
-        channel: _socket.socket
-        ready: bool
-
-        def send(self, frame: WorkerFrame) -> None: ...
+    from coretsia.supervisor.worker.channel import Reporter
 
 
 __all__ = ["EntryBoot", "Terminated"]
@@ -96,10 +89,9 @@ class EntryBoot:
             endpoint = self._endpoint(spec.get("ipc"))
         except Exception as error:
             raise WorkerExit(EXIT_FAILURE, Reason.CHILD_START_FAILED) from error
-        pool = WorkerPool(entry.worker_id, entry.name, generation, stop, reporter.channel, endpoint)
+        pool = WorkerPool(entry.worker_id, entry.name, generation, stop, reporter, endpoint)
         pool._install()
         reporter.send(Ready())
-        reporter.ready = True
         try:
             if entry.enable_async:
                 terminated = _run_async(run, pool, entry.worker_id, str(loop))

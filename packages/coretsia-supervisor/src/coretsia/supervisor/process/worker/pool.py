@@ -37,10 +37,9 @@ from coretsia.supervisor.process.rules import MAX_MESSAGE_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import _socket
-
     from coretsia.supervisor.process.worker.ipc_endpoint import Endpoint
     from coretsia.supervisor.stop_signal import StopSignal
+    from coretsia.supervisor.worker.channel import Reporter
 
 __all__ = ["WorkerPool", "current_pool"]
 
@@ -61,10 +60,10 @@ class WorkerPool:
     """One entry worker's view of its pool (see the module docstring)."""
 
     __slots__ = (
-        "_channel",
         "_endpoint",
         "_generation",
         "_name",
+        "_reporter",
         "_shutdown_sent",
         "_stop",
         "_worker_id",
@@ -76,14 +75,14 @@ class WorkerPool:
         name: str,
         generation: str,
         stop: StopSignal,
-        channel: _socket.socket,
+        reporter: Reporter,
         endpoint: Endpoint | None = None,
     ) -> None:
         self._worker_id = worker_id
         self._name = name
         self._generation = generation
         self._stop = stop
-        self._channel = channel
+        self._reporter = reporter
         self._endpoint = endpoint
         self._shutdown_sent = False
 
@@ -231,16 +230,9 @@ class WorkerPool:
         if self._shutdown_sent:
             return
         self._shutdown_sent = True
-        import _socket
+        from coretsia.worker_protocol.worker_channel import ShutdownRequest
 
-        from coretsia.worker_protocol.worker_channel import ShutdownRequest, encode_worker_frame
-
-        try:
-            self._channel.sendall(
-                encode_worker_frame(ShutdownRequest()), getattr(_socket, "MSG_NOSIGNAL", 0)
-            )
-        except OSError:
-            pass  # the supervisor is gone: the pool is stopping anyway
+        self._reporter.send(ShutdownRequest())  # a supervisor gone: the pool stops anyway
 
     def __repr__(self) -> str:
         return f"WorkerPool(worker_id={self._worker_id})"

@@ -1,0 +1,65 @@
+"""The task worker's side of a pool, and what every worker shares: how it leaves.
+
+A worker process runs :mod:`coretsia.supervisor.launcher`, which boots it through this
+package: :mod:`.contract` checks what the spawner passed, :mod:`.channel` is the worker's
+end of its channel (every frame it sends or reads passes the sans-IO
+:class:`~coretsia.worker_protocol.worker_conversation.WorkerConversation`),
+:mod:`.tasks` resolves the task source and hands it to :mod:`.loop`, the sequential
+units of work. A slot past the task workers runs a process entry instead
+(:mod:`coretsia.supervisor.process.worker`).
+
+This module holds the little that every one of them needs: the exit statuses,
+:class:`WorkerExit`, and whether this process is a managed worker (which the parent-side
+``ProcessManager.start`` asks too). It is imported on every worker's boot, before the
+parent-death watch is checked: nothing but the standard library's builtins at load time.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from coretsia.worker_protocol.catalogue import Reason
+
+EXIT_OK = 0
+"""A cooperative stop, or a granted retirement."""
+EXIT_FAILURE = 1
+"""A failure (a ``failed`` frame went first), or the spawner died before the watch."""
+EXIT_CONTRACT = 2
+"""The spawner broke the contract (argv, descriptors, environment); no frame."""
+
+_managed = False
+
+
+def mark_managed() -> None:
+    """Record that this process is a pool's worker (the launcher does, for every slot).
+
+    ``ProcessManager.start`` asks :func:`is_managed` and refuses to nest a pool inside any
+    managed worker.
+    """
+    global _managed
+    _managed = True
+
+
+def is_managed() -> bool:
+    """Whether this process is a managed worker, entry or task worker alike."""
+    return _managed
+
+
+class WorkerExit(Exception):
+    """Leave the worker with ``code``, sending ``failed(reason)`` first when given.
+
+    Raised ``from`` the application's exception when there is one, so that debug mode
+    can print it.
+    """
+
+    def __init__(self, code: int, reason: Reason | None = None) -> None:
+        super().__init__(code)
+        self.code = code
+        self.reason = reason
+
+
+def failure(reason_name: str) -> WorkerExit:
+    """A :class:`WorkerExit` with status 1 and the named reason (the catalogue, lazily)."""
+    from coretsia.worker_protocol.catalogue import Reason
+
+    return WorkerExit(EXIT_FAILURE, Reason[reason_name])

@@ -1,0 +1,172 @@
+"""The worker's end of its channel: every frame it sends, and the one it reads.
+
+The rules (one ``ready``, ``retiring`` once, ``retire`` only in answer) are the sans-IO
+:class:`~coretsia.worker_protocol.worker_conversation.WorkerConversation`'s: the
+:class:`Reporter` hands it each frame and writes the bytes it returns, the
+:class:`Retirement` feeds it what the supervisor sent; neither holds a rule of its own.
+Both share one conversation, so the grant is only ever read for a request that went.
+
+The channel is the C-level ``_socket`` type, not :mod:`socket`: a worker needs no more
+than ``sendall`` and ``recv``, and :mod:`socket` with :mod:`selectors` is about 0.5 MiB
+of every worker's memory.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+
+from coretsia.supervisor.worker import EXIT_CONTRACT, WorkerExit, failure
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import _socket
+    from collections.abc import Callable
+
+    from coretsia.worker_protocol.catalogue import Reason
+    from coretsia.worker_protocol.worker_channel import WorkerFrame
+
+
+def open_channel(fd: int) -> _socket.socket:
+    """Adopt the inherited channel; anything but a stream UNIX socket is ``WorkerExit(2)``."""
+    import _socket
+
+    try:
+        channel = _socket.socket(fileno=fd)  # family and type read from the descriptor
+    except OSError:
+        raise WorkerExit(EXIT_CONTRACT) from None
+    family = getattr(_socket, "AF_UNIX", None)
+    if channel.family != family or channel.type != _socket.SOCK_STREAM:
+        channel.close()
+        raise WorkerExit(EXIT_CONTRACT)
+    channel.settimeout(None)  # blocking: frames are tiny and the peer reads them
+    os.set_inheritable(fd, False)  # noqa: FBT003 - positional-only
+    return channel
+
+
+class Reporter:
+    """Sends frames through the conversation, never failing: a closed channel means
+    nobody listens.
+
+    A frame the conversation refuses (a second ``ready``...) is the worker's own bug: its
+    :class:`~coretsia.worker_protocol.exceptions.LocalProtocolError` propagates.
+    """
+
+    __slots__ = ("_flags", "channel", "conversation", "debug")
+
+    def __init__(self, channel: _socket.socket) -> None:
+        import _socket
+
+        from coretsia.worker_protocol.worker_conversation import WorkerConversation
+
+        self.channel = channel
+        self.conversation = WorkerConversation()
+        self.debug = False
+        self._flags: int = getattr(_socket, "MSG_NOSIGNAL", 0)
+
+    @property
+    def ready(self) -> bool:
+        """Whether ``ready`` went (a failure from now on is a lifecycle failure)."""
+        return self.conversation.ready
+
+    def send(self, frame: WorkerFrame) -> None:
+        """Send ``frame`` if the conversation allows it."""
+        data = self.conversation.send(frame)
+        try:
+            self.channel.sendall(data, self._flags)
+        except OSError:
+            pass  # the supervisor is gone; the exit status still tells the guardian
+
+    def fail(self, reason: Reason, error: BaseException | None) -> None:
+        """Say why the worker is about to exit with status 1."""
+        from coretsia.worker_protocol.worker_channel import Failed
+
+        self._show(error)
+        self.send(Failed(reason))
+
+    def task_failed(self, task: object, error: Exception) -> None:
+        """Tell the supervisor what an operator may see of a failed task (safe fields).
+
+        ``attempt`` and ``retried`` are optional attributes of a source's task (the SQLite
+        source has both); anything else than an int of at least 1 or a bool is not sent.
+        """
+        from coretsia.worker_protocol.worker_channel import (
+            MAX_ATTEMPT,
+            TaskFailed,
+            error_type_name,
+        )
+
+        self._show(error)
+        attempt = getattr(task, "attempt", None)
+        retried = getattr(task, "retried", None)
+        self.send(
+            TaskFailed(
+                error_type_name(type(error)),
+                attempt if type(attempt) is int and 1 <= attempt <= MAX_ATTEMPT else None,
+                retried if type(retried) is bool else None,
+            )
+        )
+
+    def _show(self, error: BaseException | None) -> None:
+        if self.debug and error is not None:
+            import traceback
+
+            traceback.print_exception(error)  # debug only: may show payloads and config
+            sys.stderr.flush()
+
+
+class Retirement:
+    """Asks the supervisor for permission to retire and notices its answer.
+
+    Only moves bytes, without ever blocking in :meth:`granted`; the order (ask once, a
+    grant only in answer) is the conversation's.
+    """
+
+    __slots__ = ("_listen", "_reporter")
+
+    def __init__(
+        self, reporter: Reporter, listen: Callable[[bool], None] = lambda _on: None
+    ) -> None:
+        self._reporter = reporter
+        self._listen = listen
+
+    def listening(self, *, on: bool) -> None:
+        """Let the answer wake a waiting source (only while it waits for a task)."""
+        if self._reporter.conversation.asked:
+            self._listen(on)
+
+    def request(self) -> None:
+        """Send ``retiring``, once."""
+        if not self._reporter.conversation.asked:
+            from coretsia.worker_protocol.worker_channel import Retiring
+
+            self._reporter.send(Retiring())
+
+    def wait(self, stop_fileno: int) -> None:
+        """Block until the supervisor's answer (or its end) arrives or a stop is requested.
+
+        No timeout: the supervisor answers in turn, a stop ends the wait, and a worker
+        whose supervisor died sees its channel close (and its parent-death watch fire).
+        """
+        select.select([self._reporter.channel.fileno(), stop_fileno], [], [])
+
+    def granted(self) -> bool:
+        """True once ``retire`` arrived, or the supervisor is gone; never blocks."""
+        from coretsia.worker_protocol.exceptions import ProtocolError
+        from coretsia.worker_protocol.framing import Need
+
+        conversation = self._reporter.conversation
+        fd = self._reporter.channel.fileno()
+        try:
+            while conversation.next_event() is Need.DATA:
+                if not select.select([fd], [], [], 0)[0]:
+                    return False
+                try:
+                    data = os.read(fd, 4096)
+                except OSError:
+                    return True
+                conversation.receive_data(data)
+        except ProtocolError:
+            raise failure("LIFECYCLE_FAILED") from None
+        return True  # the grant, or nobody to ask any more (the channel closed): retire

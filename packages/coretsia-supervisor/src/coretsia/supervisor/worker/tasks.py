@@ -1,0 +1,177 @@
+"""A task worker's boot: resolve the hooks and the task source, report ready, hand over
+to the loop.
+
+The hooks and the source are the generation's frozen ``module:attr`` targets (resolved
+at ``start``: a worker never discovers anything); the source's factory is called with a
+:class:`SourceContext`; only a source that passed ``assert_ready`` makes the worker send
+``ready`` (seed 000's real readiness). Each step that fails has its own reason token, sent
+in the ``failed`` frame before the exit. OpenTelemetry, when the generation asks for it,
+is imported after ``ready``, so readiness never waits for it.
+"""
+
+from __future__ import annotations
+
+from coretsia.supervisor.worker import failure
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+    from coretsia.supervisor.stop_signal import StopSignal
+    from coretsia.supervisor.telemetry import Telemetry
+    from coretsia.supervisor.worker.channel import Reporter
+    from coretsia.supervisor.worker.loop import Hooks
+    from coretsia.worker_protocol.task_source import TaskSource
+
+
+class SourceContext:
+    """The :class:`~coretsia.worker_protocol.task_source.TaskSourceContext` a source gets.
+
+    ``stopping`` and ``wait_for_stop`` look at the stop descriptor through a
+    :class:`~coretsia.supervisor.stop_signal.StopSignal`, which never reads it.
+    """
+
+    __slots__ = ("_generation", "_options", "_slot", "_stop", "_task_type")
+
+    def __init__(
+        self,
+        task_type: str,
+        slot: int,
+        stop: StopSignal,
+        generation: str,
+        options: dict[str, object],
+    ) -> None:
+        import types
+
+        self._task_type = task_type
+        self._slot = slot
+        self._generation = generation
+        self._options = types.MappingProxyType(dict(options))
+        self._stop = stop
+
+    @property
+    def task_type(self) -> str:
+        return self._task_type
+
+    @property
+    def slot(self) -> int:
+        return self._slot
+
+    @property
+    def generation(self) -> str:
+        return self._generation
+
+    @property
+    def options(self) -> Mapping[str, object]:
+        return self._options
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.stopping
+
+    def stop_fileno(self) -> int:
+        return self._stop.fileno()
+
+    def wait_for_stop(self, timeout: float | None) -> bool:
+        return self._stop.wait(timeout)
+
+
+def serve_tasks(
+    reporter: Reporter,
+    spec: dict[str, object],
+    slot: int,
+    stop: StopSignal,
+    generation: str,
+    max_requests: int,
+) -> int:
+    """Resolve the task source, report ready, run the sequential loop."""
+    from coretsia.supervisor.worker.channel import Retirement
+    from coretsia.supervisor.worker.loop import work
+    from coretsia.worker_protocol.worker_channel import Ready
+
+    task_type = spec.get("task_type")
+    if task_type not in ("queue", "http"):
+        raise failure("CHILD_START_FAILED")
+    options = spec.get("source_options", {})
+    if not isinstance(options, dict):
+        raise failure("CHILD_START_FAILED")
+    context = SourceContext(str(task_type), slot, stop, generation, options)
+    hooks = resolve_hooks(spec)
+    source = resolve_source(spec.get("task_source"), context)
+    reporter.send(Ready())
+    return work(
+        source,
+        context,
+        max_requests,
+        hooks,
+        Retirement(reporter, stop.listen),
+        _telemetry(spec.get("telemetry")),
+        reporter.task_failed,
+    )
+
+
+def _telemetry(mode: object) -> Telemetry:
+    """The worker's telemetry: OpenTelemetry for ``otel``, imported only now, after ready."""
+    from coretsia.supervisor.telemetry import NO_TELEMETRY
+
+    if mode != "otel":
+        return NO_TELEMETRY
+    from coretsia.supervisor.otel import opentelemetry_telemetry
+
+    return opentelemetry_telemetry("coretsia.worker") or NO_TELEMETRY
+
+
+def resolve_hooks(spec: dict[str, object]) -> Hooks:
+    """Import the generation's frozen hook targets (``module:attr``), in order."""
+    from coretsia.supervisor.worker.loop import Hooks
+
+    lists = []
+    for key in ("before_hooks", "after_hooks", "reset_hooks"):
+        targets = spec.get(key, [])
+        if not isinstance(targets, list):
+            raise failure("CHILD_START_FAILED")
+        lists.append([_import_callable(t, "CHILD_START_FAILED") for t in targets])
+    return Hooks(*lists)
+
+
+def resolve_source(target: object, context: SourceContext) -> TaskSource:
+    """Import the frozen ``module:attr``, build the source, check it is ready to serve."""
+    factory = _import_callable(target, "TASK_SOURCE_UNRESOLVABLE")
+    declared = getattr(factory, "task_type", context.task_type)
+    if declared != context.task_type:
+        # The application's own factory is imported here first; one that declares
+        # another task type is refused like one that is not a source at all.
+        raise failure("TASK_SOURCE_INVALID")
+    try:
+        source = factory(context)
+    except Exception as error:
+        raise failure("TASK_SOURCE_UNRESOLVABLE") from error
+    try:
+        valid = callable(getattr(source, "assert_ready", None)) and callable(
+            getattr(source, "receive", None)
+        )
+    except Exception as error:
+        raise failure("TASK_SOURCE_INVALID") from error
+    if not valid:
+        raise failure("TASK_SOURCE_INVALID")
+    try:
+        source.assert_ready()
+    except Exception as error:
+        raise failure("TASK_SOURCE_NOT_READY") from error
+    return source  # type: ignore[no-any-return]
+
+
+def _import_callable(target: object, reason: str) -> Callable[..., Any]:
+    """Follow a frozen ``module:attr`` to a callable; anything else is ``failure(reason)``."""
+    if not isinstance(target, str) or not all(target.partition(":")[::2]):
+        raise failure(reason)  # no module, or no attr
+    from coretsia.worker_protocol.internal.runtime.imports import import_target
+
+    try:
+        value = import_target(target)
+    except Exception as error:
+        raise failure(reason) from error
+    if not callable(value):
+        raise failure(reason)
+    return value
