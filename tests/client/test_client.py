@@ -64,31 +64,31 @@ def answer(conn: socket.socket, request: ControlRequest) -> None:
 
 
 class TestLiveness:
-    def test_free_lock_is_not_running(self, root: Path) -> None:
+    def test_free_lock_is_not_running(self, runtime_root: Path) -> None:
         """No lock holder means not running, whatever stale files say."""
-        (root / LOCATOR_PATH).write_text("stale")
+        (runtime_root / LOCATOR_PATH).write_text("stale")
         with pytest.raises(WorkerNotRunningError) as info:
-            ControlClient(root).status()
+            ControlClient(runtime_root).status()
         assert str(info.value) == "CORETSIA_WORKER_NOT_RUNNING: worker-not-running"
         assert info.value.exit_code == 3
 
-    def test_probe_creates_nothing(self, root: Path) -> None:
+    def test_probe_creates_nothing(self, runtime_root: Path) -> None:
         """Asking a root that never ran a pool leaves no lock file."""
         with pytest.raises(WorkerNotRunningError):
-            ControlClient(root).health()
-        assert not (root / LOCK_PATH).exists()
+            ControlClient(runtime_root).health()
+        assert not (runtime_root / LOCK_PATH).exists()
 
-    def test_fifo_lock_does_not_block(self, root: Path) -> None:
+    def test_fifo_lock_does_not_block(self, runtime_root: Path) -> None:
         """A FIFO planted as the lock fails fast (exit 4) instead of hanging the probe."""
-        os.mkfifo(root / LOCK_PATH, 0o600)
+        os.mkfifo(runtime_root / LOCK_PATH, 0o600)
         with pytest.raises(WorkerCommunicationFailedError):
-            ControlClient(root, timeout=1).status()
+            ControlClient(runtime_root, timeout=1).status()
 
-    def test_held_lock_without_locator(self, root: Path, hold_lock: HoldLock) -> None:
+    def test_held_lock_without_locator(self, runtime_root: Path, hold_lock: HoldLock) -> None:
         """A held lock with no locator is a communication failure (exit 4)."""
-        hold_lock(str(root / LOCK_PATH))
+        hold_lock(str(runtime_root / LOCK_PATH))
         with pytest.raises(WorkerCommunicationFailedError) as info:
-            ControlClient(root).status()
+            ControlClient(runtime_root).status()
         assert info.value.exit_code == 4
 
 
