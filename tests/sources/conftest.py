@@ -12,6 +12,7 @@ import select
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pools import install_app
@@ -68,8 +69,8 @@ def make_context() -> Iterator[Callable[..., FakeContext]]:
     """Build FakeContexts; their pipes are closed at teardown."""
     made: list[FakeContext] = []
 
-    def make(*args: object, **kwargs: object) -> FakeContext:
-        context = FakeContext(*args, **kwargs)  # type: ignore[arg-type]
+    def make(*args: Any, **kwargs: Any) -> FakeContext:
+        context = FakeContext(*args, **kwargs)
         made.append(context)
         return context
 
