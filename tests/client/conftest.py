@@ -14,20 +14,14 @@ from coretsia.worker_protocol.vocabulary import Transport
 
 
 @pytest.fixture
-def root(short_root: Path) -> Path:
-    """A short root with the runtime directory a pool makes, so a socket path fits."""
-    (short_root / "var/tmp").mkdir(parents=True)
-    return short_root
-
-
-@pytest.fixture
-def supervisor(root: Path, hold_lock: HoldLock) -> Iterator[StartStub]:
-    """Start a stub supervisor for ``root`` with the lock held and the locator written."""
+def supervisor(runtime_root: Path, hold_lock: HoldLock) -> Iterator[StartStub]:
+    """Start a stub supervisor for ``runtime_root`` with the lock held and the locator
+    written."""
     started: list[StubSupervisor] = []
 
     def start(script: Script, transport: Transport = Transport.UNIX) -> StubSupervisor:
-        hold_lock(str(root / LOCK_PATH))
-        stub = StubSupervisor(root, transport, script)
+        hold_lock(str(runtime_root / LOCK_PATH))
+        stub = StubSupervisor(runtime_root, transport, script)
         stub.write_locator()
         started.append(stub)
         return stub

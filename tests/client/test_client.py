@@ -64,31 +64,31 @@ def answer(conn: socket.socket, request: ControlRequest) -> None:
 
 
 class TestLiveness:
-    def test_free_lock_is_not_running(self, root: Path) -> None:
+    def test_free_lock_is_not_running(self, runtime_root: Path) -> None:
         """No lock holder means not running, whatever stale files say."""
-        (root / LOCATOR_PATH).write_text("stale")
+        (runtime_root / LOCATOR_PATH).write_text("stale")
         with pytest.raises(WorkerNotRunningError) as info:
-            ControlClient(root).status()
+            ControlClient(runtime_root).status()
         assert str(info.value) == "CORETSIA_WORKER_NOT_RUNNING: worker-not-running"
         assert info.value.exit_code == 3
 
-    def test_probe_creates_nothing(self, root: Path) -> None:
+    def test_probe_creates_nothing(self, runtime_root: Path) -> None:
         """Asking a root that never ran a pool leaves no lock file."""
         with pytest.raises(WorkerNotRunningError):
-            ControlClient(root).health()
-        assert not (root / LOCK_PATH).exists()
+            ControlClient(runtime_root).health()
+        assert not (runtime_root / LOCK_PATH).exists()
 
-    def test_fifo_lock_does_not_block(self, root: Path) -> None:
+    def test_fifo_lock_does_not_block(self, runtime_root: Path) -> None:
         """A FIFO planted as the lock fails fast (exit 4) instead of hanging the probe."""
-        os.mkfifo(root / LOCK_PATH, 0o600)
+        os.mkfifo(runtime_root / LOCK_PATH, 0o600)
         with pytest.raises(WorkerCommunicationFailedError):
-            ControlClient(root, timeout=1).status()
+            ControlClient(runtime_root, timeout=1).status()
 
-    def test_held_lock_without_locator(self, root: Path, hold_lock: HoldLock) -> None:
+    def test_held_lock_without_locator(self, runtime_root: Path, hold_lock: HoldLock) -> None:
         """A held lock with no locator is a communication failure (exit 4)."""
-        hold_lock(str(root / LOCK_PATH))
+        hold_lock(str(runtime_root / LOCK_PATH))
         with pytest.raises(WorkerCommunicationFailedError) as info:
-            ControlClient(root).status()
+            ControlClient(runtime_root).status()
         assert info.value.exit_code == 4
 
 
@@ -139,15 +139,7 @@ class TestStopDeadline:
             conn.recv(1)  # blocks until the client gives up and closes
 
         stub = supervisor(never_stopped)
-        stub.write_locator(
-            Locator(
-                transport=Transport.UNIX,
-                credential=stub.credential,
-                stop_timeout_ms=1000,
-                force_kill_timeout_ms=250,
-                path="var/tmp/worker.sock",
-            )
-        )
+        stub.write_locator(stop_timeout_ms=1000, force_kill_timeout_ms=250)
         bound = (1000 + 2 * 250) / 1000 + STOP_SLACK_S
         assert bound > DEFAULT_TIMEOUT_S + 1  # the test tells the two deadlines apart
         started = time.monotonic()
@@ -164,15 +156,7 @@ class TestCommunicationFailures:
     def test_wrong_credential_is_closed_silently(self, supervisor: StartStub) -> None:
         """A stale credential gets no answer, which the client reports."""
         stub = supervisor(answer)
-        stub.write_locator(
-            Locator(
-                transport=Transport.UNIX,
-                credential="f" * 64,
-                stop_timeout_ms=300,
-                force_kill_timeout_ms=100,
-                path="var/tmp/worker.sock",
-            )
-        )
+        stub.write_locator(credential="f" * 64)
         self._fails(stub.root)
 
     @pytest.mark.parametrize(
@@ -210,16 +194,7 @@ class TestCommunicationFailures:
     def test_tcp_host_other_than_loopback_gets_no_credential(self, supervisor: StartStub) -> None:
         """A locator naming another host is refused before anything is sent."""
         stub = supervisor(answer, Transport.TCP)
-        stub.write_locator(
-            Locator(
-                transport=Transport.TCP,
-                credential=stub.credential,
-                stop_timeout_ms=300,
-                force_kill_timeout_ms=100,
-                host="127.0.0.2",
-                port=stub.locator.port,
-            )
-        )
+        stub.write_locator(host="127.0.0.2")
         self._fails(stub.root)
         assert stub.requests == []
 
@@ -236,15 +211,7 @@ class TestCommunicationFailures:
         decoy.listen(1)
         decoy.settimeout(0)
         os.symlink(outside, stub.root / "var/escape")
-        stub.write_locator(
-            Locator(
-                transport=Transport.UNIX,
-                credential=stub.credential,
-                stop_timeout_ms=300,
-                force_kill_timeout_ms=100,
-                path="var/escape/worker.sock",
-            )
-        )
+        stub.write_locator(path="var/escape/worker.sock")
         with decoy:
             self._fails(stub.root)
             with pytest.raises(BlockingIOError):

@@ -74,17 +74,10 @@ def hello(
     )
 
 
-@pytest.fixture
-def root(short_root: Path) -> Path:
-    """A short root with the runtime directory, where the guardian takes the lock."""
-    (short_root / "var/tmp").mkdir(parents=True)
-    return short_root
-
-
 class TestHandshake:
-    def test_welcome_lock_and_clean_exit(self, root: Path) -> None:
+    def test_welcome_lock_and_clean_exit(self, runtime_root: Path) -> None:
         """A matching hello is welcomed, the lock claimed, and shutdown releases it."""
-        guardian = Guardian(root)
+        guardian = Guardian(runtime_root)
         guardian.send(hello())
         welcome = guardian.receive()
         assert isinstance(welcome, Welcome)
@@ -94,20 +87,20 @@ class TestHandshake:
         # Nothing but its own log line (text: the hello asked for no JSON).
         assert guardian.finish() == (0, b"", b"coretsia: guardian.released\n")
 
-    def test_peer_of_another_version_is_refused(self, root: Path) -> None:
+    def test_peer_of_another_version_is_refused(self, runtime_root: Path) -> None:
         """A supervisor of another version is refused with a clear token."""
-        guardian = Guardian(root)
+        guardian = Guardian(runtime_root)
         guardian.send(hello("0.0.0-other"))
         refused = guardian.receive()
         assert isinstance(refused, Refused)
         assert refused.reason is Reason.PEER_VERSION_MISMATCH
         assert guardian.finish() == (1, b"", b"")
-        assert not (root / "var/tmp/worker.lock").exists()
+        assert not (runtime_root / "var/tmp/worker.lock").exists()
 
-    def test_lock_already_held_is_refused(self, root: Path, hold_lock: HoldLock) -> None:
+    def test_lock_already_held_is_refused(self, runtime_root: Path, hold_lock: HoldLock) -> None:
         """A second guardian for the same root is refused: already running."""
-        hold_lock(str(root / "var/tmp/worker.lock"))
-        guardian = Guardian(root)
+        hold_lock(str(runtime_root / "var/tmp/worker.lock"))
+        guardian = Guardian(runtime_root)
         guardian.send(hello())
         assert isinstance(guardian.receive(), Welcome)
         refused = guardian.receive()
@@ -115,30 +108,30 @@ class TestHandshake:
         assert refused.reason is Reason.ALREADY_RUNNING
         assert guardian.finish() == (1, b"", b"")
 
-    def test_garbage_instead_of_hello(self, root: Path) -> None:
+    def test_garbage_instead_of_hello(self, runtime_root: Path) -> None:
         """A peer that speaks garbage gets nothing and no traceback is printed."""
-        guardian = Guardian(root)
+        guardian = Guardian(runtime_root)
         guardian.send(b'{"type":"hello","version":1,"secret":"s3cr3t"}\n')
         assert guardian.receive() is None
         assert guardian.finish() == (1, b"", b"")
 
-    def test_bad_arguments(self, root: Path) -> None:
+    def test_bad_arguments(self, runtime_root: Path) -> None:
         """Without a valid --channel-fd the guardian exits 2, silently."""
         result = subprocess.run(
             [sys.executable, "-m", "coretsia.guardian", "--channel-fd=x"],
             capture_output=True,
-            cwd=root,
+            cwd=runtime_root,
             timeout=30,
             check=False,
         )
         assert (result.returncode, result.stdout, result.stderr) == (2, b"", b"")
 
-    def test_channel_loss_before_hello(self, root: Path) -> None:
+    def test_channel_loss_before_hello(self, runtime_root: Path) -> None:
         """A supervisor that dies before its hello leaves a guardian that just exits."""
-        guardian = Guardian(root)
+        guardian = Guardian(runtime_root)
         code, out, err = guardian.finish()
         assert (code, out, err) == (1, b"", b"")
-        assert os.listdir(root / "var/tmp") == []
+        assert os.listdir(runtime_root / "var/tmp") == []
 
 
 PROC_DRIVER_MODULES = {
@@ -148,13 +141,13 @@ PROC_DRIVER_MODULES = {
 
 
 @pytest.mark.parametrize("driver", [Driver.FORK, Driver.PROC])
-def test_only_the_selected_driver_is_imported(root: Path, driver: Driver) -> None:
+def test_only_the_selected_driver_is_imported(runtime_root: Path, driver: Driver) -> None:
     """A ``fork`` guardian never imports the proc driver's backend nor its frames.
 
     Observed with ``-X importtime`` (its environment form) on the real guardian's stderr;
     the ``proc`` case shows the observation sees those modules when they are imported.
     """
-    guardian = Guardian(root, dict(os.environ, PYTHONPROFILEIMPORTTIME="1"))
+    guardian = Guardian(runtime_root, dict(os.environ, PYTHONPROFILEIMPORTTIME="1"))
     guardian.send(hello(driver=driver))
     assert isinstance(guardian.receive(), Welcome)
     assert isinstance(guardian.receive(), Locked)
@@ -168,7 +161,7 @@ def test_only_the_selected_driver_is_imported(root: Path, driver: Driver) -> Non
     assert modules & PROC_DRIVER_MODULES == expected
 
 
-def test_signals_only_its_unreaped_workers(root: Path, tmp_path: Path) -> None:
+def test_signals_only_its_unreaped_workers(runtime_root: Path, tmp_path: Path) -> None:
     """A worker already reaped is never signalled again; a live one is, as a group.
 
     A reaped pid may belong to another process at any moment, so the guardian must forget
@@ -176,7 +169,7 @@ def test_signals_only_its_unreaped_workers(root: Path, tmp_path: Path) -> None:
     """
     log = tmp_path / "signals.log"
     env = site_env(tmp_path / "site", SIGNAL_LOG, {**os.environ, SIGNAL_LOG_ENV: str(log)})
-    guardian = Guardian(root, env)
+    guardian = Guardian(runtime_root, env)
     guardian.send(hello(stop_timeout_ms=100))
     assert isinstance(guardian.receive(), Welcome)
     assert isinstance(guardian.receive(), Locked)

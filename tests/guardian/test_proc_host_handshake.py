@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from peers import FramedPeer
-from pools import Supervisor, lock_held, write_root
+from pools import Supervisors, lock_held, write_root
 from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, quick_and_slow_workers, signals_sent, site_env
 
 from coretsia.proc_host._version import __version__
@@ -209,7 +209,7 @@ def pool_root(short_root: Path) -> Path:
 
 @pytest.mark.parametrize("answer", ["refuses", "welcomes"])
 def test_a_proc_host_of_another_version_fails_the_start(
-    pool_root: Path, tmp_path: Path, answer: str
+    pool_root: Path, tmp_path: Path, supervisors: Supervisors, answer: str
 ) -> None:
     """The pool fails with ``worker-peer-version-mismatch``, whichever side notices.
 
@@ -217,10 +217,7 @@ def test_a_proc_host_of_another_version_fails_the_start(
     or it welcomes it with its own version and the guardian refuses it.
     """
     code = OTHER_VERSION.format(welcomes=answer == "welcomes")
-    supervisor = Supervisor(pool_root, env=site_env(tmp_path / "site", code))
-    try:
-        assert supervisor.finish() == 1
-    finally:
-        supervisor.close()
+    supervisor = supervisors(pool_root, env=site_env(tmp_path / "site", code))
+    assert supervisor.finish() == 1
     assert supervisor.error == "CORETSIA_WORKER_START_FAILED: worker-peer-version-mismatch"
     assert not lock_held(pool_root)

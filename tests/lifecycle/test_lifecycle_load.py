@@ -14,28 +14,12 @@ import datetime
 import math
 import os
 import sqlite3
-import textwrap
 from pathlib import Path
+from typing import Any
 
-from pools import Supervisors, assert_none_left, cli, wait_for, write_root
+from pools import Supervisors, assert_none_left, cli, install_app, wait_for, write_root
 
 from coretsia.sources.sqlite_queue import SqliteQueue
-
-HANDLER = """
-import os
-import time
-
-_LOG = os.open("attempts.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-
-
-def handle(payload):
-    # One line per attempt, written in one call (O_APPEND): start and end on the
-    # monotonic clock, which every process of the machine shares.
-    started = time.monotonic()
-    if payload.startswith("sleep"):
-        time.sleep(0.05)
-    os.write(_LOG, f"{payload} {os.getpid()} {started:.6f} {time.monotonic():.6f}\\n".encode())
-"""
 
 RECYCLED_BOOT_LIMIT_S = 1.5
 """A recycled worker's spawn-to-ready time under full load, at most.
@@ -46,9 +30,10 @@ took 1.7 to 4.3 s. Generous against a slow machine, tight against that regressio
 """
 
 
-def load_root(root: Path, **worker: object) -> SqliteQueue:
+def load_root(root: Path, **worker: Any) -> SqliteQueue:
+    """A pool of the sqlite source running ``apps/load_app.py``."""
     write_root(root, task_source="sqlite", source_options={"handler": "load_app:handle"}, **worker)
-    (root / "load_app.py").write_text(textwrap.dedent(HANDLER))
+    install_app(root, "load_app.py")
     return SqliteQueue(str(root / "var/queue.sqlite3"))
 
 
@@ -152,30 +137,6 @@ class TestLoad:
         queue.close()
 
 
-SHARED_HANDLER = """
-import os
-import time
-
-_LOG = os.open(os.environ["LOAD_LOG"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-
-
-def handle(payload):
-    started = time.monotonic()
-    if payload == "gate":
-        # Holds its lease until the test opens the FIFO for writing and closes it.
-        os.write(_LOG, b"gate-taken\\n")
-        fd = os.open(os.environ["LOAD_GATE"], os.O_RDONLY)
-        try:
-            os.read(fd, 1)
-        finally:
-            os.close(fd)
-    else:
-        time.sleep(0.01)
-    line = f"{payload} {os.getpid()} {started:.6f} {time.monotonic():.6f}\\n"
-    os.write(_LOG, line.encode())
-"""
-
-
 def test_two_roots_share_one_database(supervisors: Supervisors, short_root: Path) -> None:
     """Pool B boots while pool A holds a live lease: it is never taken, neither pool fails."""
     shared = short_root
@@ -183,11 +144,11 @@ def test_two_roots_share_one_database(supervisors: Supervisors, short_root: Path
     os.mkfifo(gate)
     roots = [shared / "a", shared / "b"]
     logs = [shared / "a.log", shared / "b.log"]
-    options = {"handler": "shared_app:handle", "database": str(database)}
+    options = {"handler": "shared_load_app:handle", "database": str(database)}
     for pool_root in roots:
         pool_root.mkdir()
         write_root(pool_root, task_source="sqlite", workers=2, source_options=options)
-        (pool_root / "shared_app.py").write_text(textwrap.dedent(SHARED_HANDLER))
+        install_app(pool_root, "shared_load_app.py")
     total = 400
     queue = SqliteQueue(database)
     queue.enqueue(["gate"] + [f"task-{n}" for n in range(total - 1)])

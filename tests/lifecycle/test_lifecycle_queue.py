@@ -6,51 +6,21 @@ Load and recycling bounds: test_lifecycle_load.py.
 from __future__ import annotations
 
 import sqlite3
-import textwrap
 from pathlib import Path
+from typing import Any
 
 import psutil
-from pools import Supervisors, cli, wait_for, wait_gone, write_root
+from pools import Supervisors, cli, install_app, wait_for, wait_gone, write_root
 
 from coretsia.sources.sqlite_queue import SqliteQueue
 
-HANDLER = """
-import os
-import time
 
-
-def handle(payload):
-    time.sleep(0.01)  # a little real work: the load spreads over every worker
-    line = f"{payload} {os.getpid()}" + chr(10)
-    fd = os.open("handled.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, line.encode())
-    finally:
-        os.close(fd)
-    return payload
-
-
-def until_stop(payload):
-    # Runs until the pool's stop is requested, then works on a little: in flight at stop.
-    import select
-    import sys
-
-    flag = "--coretsia-worker-stop-fd="
-    stop_fd = int(next(a for a in sys.argv if a.startswith(flag))[len(flag) :])
-    handle(payload)  # the start, in handled.log
-    seen = select.select([stop_fd], [], [], 30)[0]  # bounded: the test stops at once
-    time.sleep(0.5)
-    with open("finished.log", "a") as log:
-        log.write("stop-seen" if seen else "timeout")
-    return payload
-"""
-
-
-def queue_root(root: Path, handler: str = "handle", **worker: object) -> SqliteQueue:
+def queue_root(root: Path, handler: str = "handle", **worker: Any) -> SqliteQueue:
+    """A pool of the sqlite source running ``apps/queue_app.py``'s ``handler``."""
     write_root(
         root, task_source="sqlite", source_options={"handler": f"queue_app:{handler}"}, **worker
     )
-    (root / "queue_app.py").write_text(textwrap.dedent(HANDLER))
+    install_app(root, "queue_app.py")
     return SqliteQueue(str(root / "var/queue.sqlite3"))
 
 

@@ -6,7 +6,8 @@ is a real wheel installed by uv into a target directory on the supervisor's
 sources they contribute are written against ``coretsia-worker-protocol`` alone (checked).
 
 The worker-side tokens are reached through ``coretsia-supervisor start`` with the
-application's own factories (``task_source = "module:factory"``), written into the root.
+application's own factories (``task_source = "module:factory"``), installed into the root.
+The sources, hooks and the application are modules in ``tests/support/apps/``.
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ from fixture_dist import coretsia_imports, install, wheel
 from pools import (
     Supervisor,
     Supervisors,
+    app_source,
     assert_failed,
     assert_start_refused,
     cli,
     events,
+    install_app,
     wait_for,
     write_root,
 )
@@ -33,206 +36,29 @@ from site_hooks import pythonpath_first
 SOURCE_GROUP = "coretsia.worker.task_sources"
 HOOK_GROUP = "coretsia.worker.hooks"
 
-THIRD_PARTY_SOURCE = """
-from coretsia.worker_protocol.task_source import TaskSourceContext
-
-class Task:
-    def __init__(self, n):
-        self.n = n
-    def run(self):
-        with open("third-party.log", "a") as log:
-            log.write(f"{self.n}\\n")
-        return self.n
-    def complete(self, result):
-        pass
-    def fail(self, error):
-        pass
-
-class Source:
-    def __init__(self, context: TaskSourceContext):
-        self.context = context
-        self.n = 0
-    def assert_ready(self):
-        assert self.context.options.get("greeting") == "hello"
-    def receive(self):
-        if self.n >= 3:
-            self.context.wait_for_stop(None)
-            return None
-        self.n += 1
-        return Task(self.n)
-
-def make_source(context):
-    return Source(context)
-make_source.task_type = "http"
-"""
-
-CONTRIBUTED_HOOKS = """
-import os
-
-def _log(word):
-    fd = os.open("events.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, f"unit {os.getpid()} {word}".encode() + bytes([10]))
-    finally:
-        os.close(fd)
-
-def before_a():
-    _log("contributed-before-a")
-before_a.kind = "before"
-
-def before_b():
-    _log("contributed-before-b")
-before_b.kind = "before"
-
-def after():
-    _log("contributed-after")
-after.kind = "after"
-
-def reset():
-    _log("contributed-reset")
-reset.kind = "reset"
-
-def during():
-    pass
-during.kind = "during"
-"""
-
-BROKEN_CHECK_SOURCE = (
-    THIRD_PARTY_SOURCE
-    + """
-def _check(options):
-    raise RuntimeError("check saw /secret/path")
-make_source.check_options = _check
-"""
-)
-"""The third-party source, with a ``check_options`` that breaks (not an option error)."""
-
-SQLITE_APP = """
-def handle(payload):
-    return payload
-"""
-
-NOT_CALLABLE_HOOK = """
-class _Inert:
-    kind = "before"
-
-hook = _Inert()
-"""
-
-APP = """
-import os
-import time
-
-def log(*words):
-    line = " ".join(["unit", str(os.getpid()), *words]) + chr(10)
-    fd = os.open("events.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, line.encode())
-    finally:
-        os.close(fd)
-
-class Task:
-    def __init__(self, mode):
-        self.mode = mode
-    def run(self):
-        log("task")
-        if self.mode == "fail-fails":
-            raise ValueError("task saw /secret/path")
-        return 1
-    def complete(self, result):
-        log("complete")
-        if self.mode == "complete-fails":
-            raise RuntimeError("ack to /secret/path failed")
-    def fail(self, error):
-        log("fail", type(error).__name__)
-        if self.mode == "fail-fails":
-            raise RuntimeError("nack to /secret/path failed")
-
-class Counted:
-    \"\"\"``tasks`` tasks (None: endless), then waits for the stop; "ending" does not wait.\"\"\"
-    def __init__(self, ctx, mode="", tasks=2):
-        self.ctx, self.mode, self.left = ctx, mode, tasks
-    def assert_ready(self):
-        pass
-    def receive(self):
-        if self.ctx.stopping:
-            return None
-        if self.left != 0:
-            self.left = None if self.left is None else self.left - 1
-            return Task(self.mode)
-        if self.mode != "ending":
-            self.ctx.wait_for_stop(None)
-        return None
-
-def counted(ctx):
-    return Counted(ctx)
-
-def ending(ctx):
-    return Counted(ctx, "ending", tasks=0)
-
-def complete_fails(ctx):
-    return Counted(ctx, "complete-fails", tasks=1)
-
-def fail_fails(ctx):
-    return Counted(ctx, "fail-fails", tasks=1)
-
-def shapeless(ctx):
-    return object()
-
-def exploding(ctx):
-    raise RuntimeError("factory saw /secret/path")
-
-def other_type(ctx):
-    return Counted(ctx)
-other_type.task_type = "http"
-
-class SecondBootHangs(Counted):
-    \"\"\"Endless tasks; its slot's first worker is ready at once, the next one never.\"\"\"
-    def assert_ready(self):
-        marker = f"booted-{self.ctx.slot}"
-        if os.path.exists(marker):
-            time.sleep(3600)
-        open(marker, "x").close()
-
-def second_boot_hangs(ctx):
-    return SecondBootHangs(ctx, tasks=None)
-
-def configured_before():
-    log("configured-before")
-
-def configured_after():
-    log("configured-after")
-
-def configured_reset():
-    log("configured-reset")
-
-def failing_before():
-    log("failing-before")
-    raise RuntimeError("hook saw /secret/path")
-"""
-
 
 @pytest.fixture(scope="module")
 def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Target directories, each with some fixture distributions installed by uv."""
     base = tmp_path_factory.mktemp("dists")
+    source, hooks = app_source("third_party_source.py"), app_source("contributed_hooks.py")
     wheels = {
         "third": wheel(
             base / "wheels",
             "thirdparty_source",
-            {"thirdparty_source": THIRD_PARTY_SOURCE},
+            {"thirdparty_source": source},
             {SOURCE_GROUP: {"third": "thirdparty_source:make_source"}},
         ),
         "first": wheel(
             base / "wheels",
             "first_source",
-            {"first_source": THIRD_PARTY_SOURCE},
+            {"first_source": source},
             {SOURCE_GROUP: {"first": "first_source:make_source"}},
         ),
         "second": wheel(
             base / "wheels",
             "second_source",
-            {"second_source": THIRD_PARTY_SOURCE},
+            {"second_source": source},
             {SOURCE_GROUP: {"second": "second_source:make_source"}},
         ),
         "broken": wheel(
@@ -244,14 +70,14 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "broken_check": wheel(
             base / "wheels",
             "broken_check_source",
-            {"broken_check_source": BROKEN_CHECK_SOURCE},
-            {SOURCE_GROUP: {"checked": "broken_check_source:make_source"}},
+            {"broken_check_source": source},
+            {SOURCE_GROUP: {"checked": "broken_check_source:make_checked_source"}},
         ),
         # Entries listed out of name order: contributed hooks run by entry-point name.
         "hooks": wheel(
             base / "wheels",
             "unit_hooks",
-            {"unit_hooks": CONTRIBUTED_HOOKS},
+            {"unit_hooks": hooks},
             {
                 HOOK_GROUP: {
                     "b_before": "unit_hooks:before_b",
@@ -264,7 +90,7 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "bad_kind": wheel(
             base / "wheels",
             "bad_kind_hooks",
-            {"bad_kind_hooks": CONTRIBUTED_HOOKS},
+            {"bad_kind_hooks": hooks},
             {HOOK_GROUP: {"during": "bad_kind_hooks:during"}},
         ),
         "bad_import": wheel(
@@ -276,8 +102,8 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "not_callable": wheel(
             base / "wheels",
             "not_callable_hooks",
-            {"not_callable_hooks": NOT_CALLABLE_HOOK},
-            {HOOK_GROUP: {"inert": "not_callable_hooks:hook"}},
+            {"not_callable_hooks": hooks},
+            {HOOK_GROUP: {"inert": "not_callable_hooks:inert"}},
         ),
     }
     layouts = {
@@ -308,7 +134,7 @@ def http_root(root: Path, task_source: str | None = None) -> None:
 def app_root(root: Path, **worker: Any) -> None:
     """A pool running one of the application's own factories (``sources_app``)."""
     write_root(root, **worker)
-    (root / "sources_app.py").write_text(APP)
+    install_app(root, "sources_app.py")
 
 
 def frozen_spec(root: Path) -> dict[str, object]:
@@ -409,13 +235,13 @@ class TestDiscovery:
         stop(root, supervisor)
 
 
-def sqlite_root(root: Path, options: str = "") -> None:
-    """A queue pool of the installed sqlite source; ``options``: its source_options lines."""
-    write_root(root, task_type="queue", task_source="sqlite")
-    (root / "sqlite_app.py").write_text(SQLITE_APP)
-    if options:
-        with (root / "coretsia.toml").open("a") as config:
-            config.write(f"\n[worker.source_options]\n{options}\n")
+def sqlite_root(root: Path, options: dict[str, object]) -> None:
+    """A queue pool of the installed sqlite source with these ``source_options``."""
+    write_root(root, task_type="queue", task_source="sqlite", source_options=options or None)
+    install_app(root, "sqlite_pool_app.py")
+
+
+HANDLER = "sqlite_pool_app:handle"
 
 
 class TestOptionsCheckedAtStart:
@@ -424,15 +250,15 @@ class TestOptionsCheckedAtStart:
     @pytest.mark.parametrize(
         ("options", "key", "rule"),
         [
-            ("", "handler", "required"),
-            ('handler = "sqlite_app:handle"\nmax_attempts = "3"', "max_attempts", "wrong-type"),
-            ('handler = "sqlite_app:handle"\nsurprise = 1', "surprise", "unknown-key"),
-            ('handler = "sqlite_app"', "handler", "invalid-target"),
+            ({}, "handler", "required"),
+            ({"handler": HANDLER, "max_attempts": "3"}, "max_attempts", "wrong-type"),
+            ({"handler": HANDLER, "surprise": 1}, "surprise", "unknown-key"),
+            ({"handler": "sqlite_pool_app"}, "handler", "invalid-target"),
         ],
         ids=["no-handler", "wrong-type", "unknown-key", "not-a-target"],
     )
     def test_a_broken_sqlite_option_is_a_config_error(
-        self, root: Path, options: str, key: str, rule: str
+        self, root: Path, options: dict[str, object], key: str, rule: str
     ) -> None:
         """Exit 6 naming ``worker.source_options.<key>``; no log line, so no worker spawned."""
         sqlite_root(root, options)
@@ -445,7 +271,7 @@ class TestOptionsCheckedAtStart:
         self, root: Path, supervisors: Callable[..., Supervisor]
     ) -> None:
         """Whether the handler imports is not checked at start: the workers say it, unchanged."""
-        sqlite_root(root, 'handler = "no_such_app_module:handle"')
+        sqlite_root(root, {"handler": "no_such_app_module:handle"})
         assert_failed(
             supervisors(root), root, "CORETSIA_WORKER_START_FAILED: worker-task-source-unresolvable"
         )
@@ -470,13 +296,12 @@ class TestHooks:
         self, root: Path, supervisors: Supervisors, sites: dict[str, Path]
     ) -> None:
         """Each unit of work: configured hooks first, then contributed ones by entry name."""
-        app_root(root, task_source="sources_app:counted")
-        with (root / "coretsia.toml").open("a") as config:
-            config.write(
-                '\n[worker.hooks]\nbefore = ["sources_app:configured_before"]\n'
-                'after = ["sources_app:configured_after"]\n'
-                'reset = ["sources_app:configured_reset"]\n'
-            )
+        hooks = {
+            "before": ["sources_app:configured_before"],
+            "after": ["sources_app:configured_after"],
+            "reset": ["sources_app:configured_reset"],
+        }
+        app_root(root, task_source="sources_app:counted", tables={"worker.hooks": hooks})
         supervisor = supervisors(root, env=pythonpath_first(sites["hooks"]))
         supervisor.wait_running()
         spec = frozen_spec(root)
@@ -518,9 +343,8 @@ class TestHooks:
         self, root: Path, supervisors: Supervisors
     ) -> None:
         """The task never runs, ``fail`` gets the hook's error, and the worker goes on."""
-        app_root(root, task_source="sources_app:counted")
-        with (root / "coretsia.toml").open("a") as config:
-            config.write('\n[worker.hooks]\nbefore = ["sources_app:failing_before"]\n')
+        hooks = {"before": ["sources_app:failing_before"]}
+        app_root(root, task_source="sources_app:counted", tables={"worker.hooks": hooks})
         supervisor = supervisors(root)
         supervisor.wait_running()
         wait_for(lambda: sum(map(len, units(root).values())) == 2 * 2 * 2)

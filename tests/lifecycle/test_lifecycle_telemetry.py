@@ -4,103 +4,21 @@ The supervisor and each worker configure the OpenTelemetry SDK from ``OTEL_*`` (
 ``coretsia.supervisor.otel``). The test installs a tiny exporter plugin the way any
 exporter is installed, a distribution whose entry points sit in the groups
 ``opentelemetry_traces_exporter`` and ``opentelemetry_metrics_exporter``, on the
-processes' ``PYTHONPATH``; it appends what it is given, as JSON lines, to one file. The
-SDK flushes at each process's normal exit, so once the supervisor has exited the file
-holds the whole run.
+processes' ``PYTHONPATH`` (``tests/support/apps/file_exporter.py``); it appends what it
+is given, as JSON lines, to one file. The SDK flushes at each process's normal exit, so
+once the supervisor has exited the file holds the whole run.
 """
 
 from __future__ import annotations
 
 import collections
 import json
-import textwrap
 from pathlib import Path
 
+from apps.telemetry_app import SECRET
 from fixture_dist import install, wheel
-from pools import Supervisors, cli, wait_for, write_root
+from pools import Supervisors, app_source, cli, install_app, wait_for, write_root
 from site_hooks import pythonpath_first
-
-SECRET = "s3cr3t-task-payload"
-
-APP = f'''
-import os
-
-class Task:
-    def __init__(self, slot, number):
-        self.slot, self.number = slot, number
-    def run(self):
-        if self.number == 2:
-            raise ValueError("{SECRET} at /srv/private/path")
-        return self.number
-    def complete(self, result):
-        self._done()
-    def fail(self, error):
-        self._done()
-    def _done(self):
-        if self.number == 3:
-            open(f"done-{{self.slot}}", "w").close()
-
-class Three:
-    """Hands out three tasks (the second one fails), then waits for the stop."""
-    def __init__(self, ctx):
-        self.ctx, self.given = ctx, 0
-    def assert_ready(self):
-        pass
-    def receive(self):
-        if self.given < 3:
-            self.given += 1
-            return Task(self.ctx.slot, self.given)
-        self.ctx.wait_for_stop(None)
-        return None
-
-def three(ctx):
-    return Three(ctx)
-'''
-
-EXPORTER = """
-import json, os
-
-from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
-
-
-def _write(records):
-    with open(os.environ["CORETSIA_TEST_TELEMETRY_OUT"], "a") as out:
-        out.write("".join(json.dumps(r) + chr(10) for r in records))
-
-
-class Spans(SpanExporter):
-    def export(self, spans):
-        _write([
-            {"kind": "span", "name": s.name, "scope": s.instrumentation_scope.name,
-             "attributes": dict(s.attributes), "events": len(s.events)}
-            for s in spans
-        ])
-        return SpanExportResult.SUCCESS
-
-
-class Metrics(MetricExporter):
-    def export(self, metrics_data, timeout_millis=10_000, **kwargs):
-        records = []
-        for resource in metrics_data.resource_metrics:
-            for scope in resource.scope_metrics:
-                for metric in scope.metrics:
-                    for point in metric.data.data_points:
-                        value = getattr(point, "value", None)
-                        records.append({
-                            "kind": "metric", "name": metric.name, "scope": scope.scope.name,
-                            "attributes": dict(point.attributes),
-                            "value": value if value is not None else point.count,
-                        })
-        _write(records)
-        return MetricExportResult.SUCCESS
-
-    def force_flush(self, timeout_millis=10_000):
-        return True
-
-    def shutdown(self, timeout_millis=30_000, **kwargs):
-        pass
-"""
 
 
 def _exporter_plugin(site: Path) -> None:
@@ -108,7 +26,7 @@ def _exporter_plugin(site: Path) -> None:
     exporters = wheel(
         site.parent / "wheels",
         "coretsia_test_telemetry",
-        {"coretsia_file_exporter": textwrap.dedent(EXPORTER)},
+        {"coretsia_file_exporter": app_source("file_exporter.py")},
         {
             "opentelemetry_traces_exporter": {"coretsia_test": "coretsia_file_exporter:Spans"},
             "opentelemetry_metrics_exporter": {"coretsia_test": "coretsia_file_exporter:Metrics"},
@@ -125,7 +43,7 @@ def test_spans_and_metrics_leave_the_supervisor_and_the_workers(
     site = tmp_path / "site"
     _exporter_plugin(site)
     out = tmp_path / "telemetry.jsonl"
-    (root / "telemetry_app.py").write_text(textwrap.dedent(APP))
+    install_app(root, "telemetry_app.py")
     write_root(root, task_source="telemetry_app:three", telemetry="otel")
     env = {
         **pythonpath_first(site),

@@ -25,100 +25,18 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "docs" / "examples" / "process_pool"
 
-ENTRIES = """
-import os
-
-from coretsia.supervisor.process import process
-
-
-def log(*words):
-    fd = os.open("events.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    os.write(fd, (" ".join(str(w) for w in words) + "\\n").encode())
-    os.close(fd)
-
-
-def steady(pool, worker_id):
-    log("steady", worker_id, pool.name)
-    pool.wait_for_stop(None)
-
-
-def returner(pool, worker_id):
-    log("returner", worker_id)
-
-
-class Idle:
-    def __init__(self, context):
-        self.context = context
-
-    def assert_ready(self):
-        pass
-
-    def receive(self):
-        self.context.wait_for_stop(None)
-
-
-def nesting_source(context):
-    # A task worker that tries to start a pool of its own is refused.
-    from coretsia.supervisor import ProcessManager
-
-    try:
-        ProcessManager().add(steady).start()
-    except Exception as exc:
-        log("nesting", type(exc).__name__)
-    return Idle(context)
-
-
-def light(pool, worker_id):
-    # Reports which heavy modules its worker imported, then stops the pool.
-    import sys
-
-    heavy = ("trio", "asyncio", "attrs", "cattrs", "psutil", "inspect", "importlib.metadata")
-    log("light", *[name for name in heavy if name in sys.modules])
-    pool.shutdown()
-    pool.wait_for_stop(None)
-
-
-async def not_async(pool, worker_id):
-    pass
-
-
-class Typed:
-    enabled = True
-    enable_async = False
-
-    def execute(self, pool, worker_id):
-        log("typed", worker_id, pool.name)
-        pool.wait_for_stop(None)
-
-
-class Off(Typed):
-    enabled = False
-
-
-@process(name="beat", workers=2)
-class Beat(Typed):
-    pass
-
-
-@process()
-class Quiet(Typed):
-    enabled = False
-
-
-@process(workers=0)
-class Never(Typed):
-    pass
-"""
-
 
 def write(root: Path, worker: dict[str, Any], tables: str) -> None:
+    """A pool of ``worker`` settings, ``tables`` (TOML text) and ``apps/entries.py``."""
     pools.write_root(root, **worker)
     with (root / "coretsia.toml").open("a") as config:
         config.write(textwrap.dedent(tables))
-    (root / "entries.py").write_text(textwrap.dedent(ENTRIES))
+    pools.install_app(root, "entries.py")
 
 
-def test_a_mixed_pool_starts_reports_and_stops_as_one(root: Path) -> None:
+def test_a_mixed_pool_starts_reports_and_stops_as_one(
+    root: Path, supervisors: pools.Supervisors
+) -> None:
     write(
         root,
         {"workers": 2},
@@ -138,7 +56,7 @@ def test_a_mixed_pool_starts_reports_and_stops_as_one(root: Path) -> None:
         target = "entries:Off"
         """,
     )
-    supervisor = pools.Supervisor(root)
+    supervisor = supervisors(root)
     assert supervisor.wait_running().startswith("running:")
     status = json.loads(pools.cli(root, "status", "--json").stdout)
     assert status["worker_count"] == 6  # 2 task workers + 4 entries (Off takes none)
@@ -152,7 +70,9 @@ def test_a_mixed_pool_starts_reports_and_stops_as_one(root: Path) -> None:
     assert {line["slot"] for line in replaced} == {5}  # slots: 2 task workers, then entries
 
 
-def test_a_task_worker_exit_fails_the_pool_while_an_entry_exit_is_replaced(root: Path) -> None:
+def test_a_task_worker_exit_fails_the_pool_while_an_entry_exit_is_replaced(
+    root: Path, supervisors: pools.Supervisors
+) -> None:
     write(
         root,
         {"workers": 1},
@@ -161,7 +81,7 @@ def test_a_task_worker_exit_fails_the_pool_while_an_entry_exit_is_replaced(root:
         target = "entries:steady"
         """,
     )
-    supervisor = pools.Supervisor(root)
+    supervisor = supervisors(root)
     supervisor.wait_running()
     pools.wait_for(lambda: len(pools.events(root, "steady")) == 1)
     entry_pid = int(
@@ -182,7 +102,9 @@ def test_a_task_worker_exit_fails_the_pool_while_an_entry_exit_is_replaced(root:
     assert kinds == ["signal-kill"]
 
 
-def test_a_pool_of_entries_alone_needs_no_task_source(root: Path) -> None:
+def test_a_pool_of_entries_alone_needs_no_task_source(
+    root: Path, supervisors: pools.Supervisors
+) -> None:
     write(
         root,
         {"workers": 0, "task_source": None},
@@ -191,7 +113,7 @@ def test_a_pool_of_entries_alone_needs_no_task_source(root: Path) -> None:
         target = "entries:steady"
         """,
     )
-    supervisor = pools.Supervisor(root)
+    supervisor = supervisors(root)
     supervisor.wait_running()
     health = json.loads(pools.cli(root, "health", "--json").stdout)
     assert (health["healthy"], health["worker_count"]) == (True, 1)
@@ -199,30 +121,32 @@ def test_a_pool_of_entries_alone_needs_no_task_source(root: Path) -> None:
     assert supervisor.finish() == 0
 
 
-def test_a_plain_entry_worker_boots_without_the_supervisor_runtime(root: Path) -> None:
+def test_a_plain_entry_worker_boots_without_the_supervisor_runtime(
+    root: Path, supervisors: pools.Supervisors
+) -> None:
     """No trio, attrs, cattrs, psutil, inspect or entry-point discovery in the worker."""
     write(root, {"workers": 0}, '[[process]]\ntarget = "entries:light"\n')
-    supervisor = pools.Supervisor(root)
+    supervisor = supervisors(root)
     assert supervisor.finish() == 0, supervisor.stderr
     assert pools.events(root, "light") == [["light"]]
 
 
-def test_a_task_worker_cannot_start_a_pool_either(root: Path) -> None:
+def test_a_task_worker_cannot_start_a_pool_either(
+    root: Path, supervisors: pools.Supervisors
+) -> None:
     write(root, {"workers": 1, "task_source": "entries:nesting_source"}, "")
-    supervisor = pools.Supervisor(root)
+    supervisor = supervisors(root)
     supervisor.wait_running()
     assert pools.cli(root, "stop").returncode == 0
     assert supervisor.finish() == 0, supervisor.stderr
     assert pools.events(root, "nesting") == [["nesting", "NestedPoolError"]]
 
 
-def test_process_modules_are_discovered_at_start(root: Path) -> None:
-    write(root, {"workers": 0}, "")
-    config = root / "coretsia.toml"
-    config.write_text(
-        config.read_text().replace("[worker]\n", '[worker]\nprocess_modules = ["entries"]\n')
-    )
-    supervisor = pools.Supervisor(root)
+def test_process_modules_are_discovered_at_start(
+    root: Path, supervisors: pools.Supervisors
+) -> None:
+    write(root, {"workers": 0, "process_modules": ["entries"]}, "")
+    supervisor = supervisors(root)
     supervisor.wait_running()
     pools.wait_for(lambda: len(pools.events(root, "typed")) == 2)
     assert pools.cli(root, "stop").returncode == 0
@@ -300,7 +224,9 @@ def test_the_shipped_example_runs_and_stops_itself(tmp_path: Path, route: str) -
     pools.assert_none_left(root)
 
 
-def test_the_heartbeat_example_runs_once_enabled(root: Path) -> None:
+def test_the_heartbeat_example_runs_once_enabled(
+    root: Path, supervisors: pools.Supervisors
+) -> None:
     shutil.copy(EXAMPLE / "heartbeat.py", root / "heartbeat.py")
     (root / "enabled_heartbeat.py").write_text(
         textwrap.dedent(
@@ -315,7 +241,7 @@ def test_the_heartbeat_example_runs_once_enabled(root: Path) -> None:
         )
     )
     write(root, {"workers": 0}, '[[process]]\ntarget = "enabled_heartbeat:On"\n')
-    supervisor = pools.Supervisor(root)
+    supervisor = supervisors(root)
     supervisor.wait_running()
     assert pools.cli(root, "stop").returncode == 0
     assert supervisor.finish() == 0, supervisor.stderr

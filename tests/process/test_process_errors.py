@@ -5,9 +5,11 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
+from pools import install_app
 
 from coretsia.supervisor.process import (
     AsyncMismatchError,
@@ -152,33 +154,10 @@ def test_safe_name_is_shown_for_a_duplicate() -> None:
     assert str(error) == "a process with this name is already registered: job"
 
 
-LIGHT = """
-import sys
-
-HEAVY = ("typing", "inspect", "json", "trio", "cattrs", "attrs", "psutil")
-before = {m for m in HEAVY if m in sys.modules}
-
-from coretsia.supervisor.process import process, load_snapshot, ProcessError
-
-
-@process(name="x", workers=2)
-class Job:
-    enabled = True
-    enable_async = False
-
-    def execute(self, pool, worker_id):
-        pass
-
-
-load_snapshot({"schema": 1, "ipc_type": "none", "msg_queue_key": 0,
-               "entries": [], "declarations": []})
-print(",".join(sorted({m for m in HEAVY if m in sys.modules} - before)))
-"""
-
-
-def test_worker_side_imports_stay_light() -> None:
+def test_worker_side_imports_stay_light(tmp_path: Path) -> None:
     """``@process`` and load_snapshot pull in neither typing nor inspect (worker boot)."""
+    script = install_app(tmp_path, "light_registration.py")
     done = subprocess.run(
-        [sys.executable, "-c", LIGHT], capture_output=True, text=True, timeout=30, check=True
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=30, check=True
     )
     assert done.stdout.strip() == ""

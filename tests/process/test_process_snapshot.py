@@ -194,10 +194,11 @@ def test_invalid_records_are_rejected_by_field(mutate: Any, field: str) -> None:
 def test_declarations_are_checked(declaration: dict[str, Any], valid: bool) -> None:
     """Declarations keep null distinct from false; enabled is null exactly for workers 0."""
     record = snapshot(ProcessManager())
-    record["declarations"] = [{"target": "app.jobs:Mailer", **declaration}]
+    declared = {"target": "app.jobs:Mailer", **declaration}
+    record["declarations"] = [declared]
     if valid:
         loaded = load_snapshot(record)
-        assert loaded.declarations[0].as_dict() == record["declarations"][0]  # type: ignore[index]
+        assert loaded.declarations[0].as_dict() == declared
     else:
         with pytest.raises(ProcessSnapshotError):
             load_snapshot(record)

@@ -6,11 +6,11 @@ import functools
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pools import install_app
 
 from coretsia.supervisor.process import (
     ProcessDefinition,
@@ -280,39 +280,9 @@ def _local_class_instance() -> Any:
     return Local()
 
 
-SCRIPT = """
-import json
-from typing import Any
-
-from coretsia.supervisor.process import ProcessError, ProcessManager
-
-
-class Job:
-    enabled = True
-    enable_async = False
-
-    def execute(self, pool: Any, worker_id: int) -> None:
-        pass
-
-
-def tick(pool: Any, worker_id: int) -> None:
-    pass
-
-
-if __name__ == "__main__":
-    manager = ProcessManager().add(tick).add_batch(2, Job(), name="job")
-    print(json.dumps([[e.name, e.target, e.kind] for e in manager.entries()]))
-    try:
-        manager.add(lambda pool, worker_id: None)
-    except ProcessError as exc:
-        print(exc)
-"""
-
-
 def test_a_real_script_records_main_targets(tmp_path: Path) -> None:
     """Run as a script, its entries are ``__main__:qualname``; a lambda is refused."""
-    script = tmp_path / "pool_script.py"
-    script.write_text(textwrap.dedent(SCRIPT))
+    script = install_app(tmp_path, "pool_script.py")
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=30, check=True
     )

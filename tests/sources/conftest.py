@@ -12,31 +12,10 @@ import select
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
-
-HANDLERS = '''
-"""Handlers for the source tests."""
-import time
-
-calls = []
-
-
-def record(payload):
-    calls.append(payload)
-    return payload.upper()
-
-
-def explode(payload):
-    raise RuntimeError("boom: " + payload)
-
-
-def hang(payload):
-    time.sleep(3600)
-
-
-not_callable = 42
-'''
+from pools import install_app
 
 
 class FakeContext:
@@ -90,8 +69,8 @@ def make_context() -> Iterator[Callable[..., FakeContext]]:
     """Build FakeContexts; their pipes are closed at teardown."""
     made: list[FakeContext] = []
 
-    def make(*args: object, **kwargs: object) -> FakeContext:
-        context = FakeContext(*args, **kwargs)  # type: ignore[arg-type]
+    def make(*args: Any, **kwargs: Any) -> FakeContext:
+        context = FakeContext(*args, **kwargs)
         made.append(context)
         return context
 
@@ -102,10 +81,11 @@ def make_context() -> Iterator[Callable[..., FakeContext]]:
 
 @pytest.fixture
 def handlers(short_root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
-    """An importable module ``cq_handlers`` of test handlers; its name is returned."""
+    """The test handlers (``apps/cq_handlers.py``) as an importable module ``cq_handlers``
+    in ``app/`` of the root; its name is returned."""
     package = short_root / "app"
     package.mkdir()
-    (package / "cq_handlers.py").write_text(HANDLERS, encoding="utf-8")
+    install_app(package, "cq_handlers.py")
     monkeypatch.syspath_prepend(str(package))
     monkeypatch.delitem(sys.modules, "cq_handlers", raising=False)
     return "cq_handlers"

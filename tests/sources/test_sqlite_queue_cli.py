@@ -141,6 +141,24 @@ EVERY_COMMAND = [
 ]
 
 
+def _refused_untouched(
+    path: Path,
+    argv: list[str],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    error: str,
+) -> None:
+    """The command ``argv`` on ``path`` (a file that is not a queue) exits 1 with ``error``
+    alone, refused before anything was written (not even WAL): the file is unchanged to
+    the byte and nothing appeared beside it."""
+    before = path.read_bytes()
+    code, out, err = _run([argv[0], "--db", str(path), *argv[1:]], capsys, monkeypatch)
+    assert (code, out) == (1, "")
+    assert err == f"coretsia-sqlite-queue: error: {error}\n"
+    assert path.read_bytes() == before
+    assert os.listdir(path.parent) == [path.name]
+
+
 @pytest.mark.parametrize("argv", EVERY_COMMAND)
 def test_a_file_that_is_not_a_database_is_a_short_error(
     short_root: Path,
@@ -149,15 +167,10 @@ def test_a_file_that_is_not_a_database_is_a_short_error(
     argv: list[str],
 ) -> None:
     path = short_root / "notes.txt"
-    text = "not a database\n" * 200
-    path.write_text(text)
-    code, out, err = _run([argv[0], "--db", str(path), *argv[1:]], capsys, monkeypatch)
-    assert (code, out) == (1, "")
-    assert err == (
-        "coretsia-sqlite-queue: error: cannot use the queue database: file is not a database\n"
+    path.write_text("not a database\n" * 200)
+    _refused_untouched(
+        path, argv, capsys, monkeypatch, "cannot use the queue database: file is not a database"
     )
-    assert path.read_text() == text
-    assert sorted(os.listdir(short_root)) == ["notes.txt"]
 
 
 @pytest.mark.parametrize("argv", EVERY_COMMAND)
@@ -173,12 +186,7 @@ def test_another_applications_database_is_a_short_error(
         conn.execute("CREATE TABLE notes (text TEXT)")
         conn.execute("INSERT INTO notes VALUES ('mine')")
     conn.close()
-    before = path.read_bytes()
-    code, out, err = _run([argv[0], "--db", str(path), *argv[1:]], capsys, monkeypatch)
-    assert (code, out) == (1, "")
-    assert err == "coretsia-sqlite-queue: error: the file is not a Coretsia queue database\n"
-    assert path.read_bytes() == before  # refused before anything was written (not even WAL)
-    assert sorted(os.listdir(short_root)) == ["app.sqlite3"]
+    _refused_untouched(path, argv, capsys, monkeypatch, "the file is not a Coretsia queue database")
     conn = sqlite3.connect(path)
     try:
         assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("notes",)]

@@ -1,8 +1,9 @@
 """Real worker processes on one database: each message once, nothing lost on SIGKILL.
 
-Each child builds the ``sqlite`` source exactly as a worker would (``make_source`` with a
-context whose stop descriptor is an inherited pipe), waits in ``receive`` between
-batches, and stops when the parent closes the pipe's write end.
+Each child (``tests/support/apps/sqlite_source_child.py``) builds the ``sqlite`` source
+exactly as a worker would (``make_source`` with a context whose stop descriptor is an
+inherited pipe), waits in ``receive`` between batches, and stops when the parent closes
+the pipe's write end.
 """
 
 from __future__ import annotations
@@ -18,48 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pools import wait_for
+from pools import install_app, wait_for
 
 from coretsia.sources.sqlite_queue import SqliteQueue
 from coretsia.sources.sqlite_source import make_source
-
-CHILD = r"""
-import select
-import sys
-
-sys.path.insert(0, sys.argv[3])
-from coretsia.sources.sqlite_source import make_source
-
-
-class Context:
-    task_type = "queue"
-    slot = 0
-
-    def __init__(self, fd, options, generation):
-        self.fd, self.options, self.generation = fd, options, generation
-
-    @property
-    def stopping(self):
-        return self.wait_for_stop(0)
-
-    def stop_fileno(self):
-        return self.fd
-
-    def wait_for_stop(self, timeout):
-        return bool(select.select([self.fd], [], [], timeout)[0])
-
-
-fd, database, _, handler, generation = sys.argv[1:6]
-source = make_source(
-    Context(int(fd), {"database": database, "handler": handler}, generation)
-)
-print("ready", source.notifying, flush=True)
-while (task := source.receive()) is not None:
-    print("leased", task.message.id, flush=True)
-    task.complete(task.run())
-print("stopped", flush=True)
-source.close()
-"""
 
 
 class Workers:
@@ -80,8 +43,7 @@ class Workers:
             subprocess.Popen(
                 [
                     sys.executable,
-                    "-c",
-                    CHILD,
+                    "sqlite_source_child.py",
                     str(self.stop_read),
                     "var/q.sqlite3",
                     str(self.app_dir),
@@ -132,6 +94,7 @@ def read_line(proc: subprocess.Popen[bytes], timeout: float = 15) -> str:
 
 @pytest.fixture
 def workers(short_root: Path, handlers: str) -> Iterator[Workers]:
+    install_app(short_root, "sqlite_source_child.py")
     pool = Workers(short_root, short_root / "app")
     yield pool
     pool.close()

@@ -63,6 +63,27 @@ def build(
     return build_one
 
 
+def received(source: SqliteSource) -> SqliteTask:
+    """The task ``receive`` returns: there must be one."""
+    task = source.receive()
+    assert task is not None
+    return task
+
+
+def served(source: SqliteSource) -> SqliteTask:
+    """Receive a task, run it and complete it (which leases the next message ahead)."""
+    task = received(source)
+    task.complete(task.run())
+    return task
+
+
+def run_and_fail(task: SqliteTask) -> None:
+    """Run a task whose handler raises and fail it with what it raised."""
+    with pytest.raises(RuntimeError) as caught:
+        task.run()
+    task.fail(caught.value)
+
+
 BAD_OPTIONS: list[tuple[dict[str, object], str, ConfigRule]] = [
     ({"handler": None}, "handler", ConfigRule.REQUIRED),
     ({"handler": 5}, "handler", ConfigRule.WRONG_TYPE),
@@ -247,11 +268,7 @@ class TestTasks:
         source, _ = build(handler=f"{handlers}:explode", max_attempts=2)
         source.queue.enqueue(["x"])
         for _ in range(2):
-            task = source.receive()
-            assert task is not None
-            with pytest.raises(RuntimeError) as caught:
-                task.run()
-            task.fail(caught.value)
+            run_and_fail(received(source))
         assert source.queue.stats() == {"pending": 0, "in_flight": 0, "done": 0, "failed": 1}
 
     @pytest.mark.parametrize(
@@ -270,13 +287,10 @@ class TestTasks:
         source.queue.enqueue(["x"])
         states: list[str | None] = []
         for attempt in range(2):
-            task = source.receive()
-            assert task is not None
+            task = received(source)
             assert task.settled_state is None
             assert task.message.attempts == attempt
-            with pytest.raises(RuntimeError) as caught:
-                task.run()
-            task.fail(caught.value)
+            run_and_fail(task)
             states.append(task.settled_state)
         assert states == ["pending", "failed"]
         (failed,) = source.queue.failed()
@@ -288,14 +302,9 @@ class TestTasks:
         """The next receive takes the message leased with the acknowledgement."""
         source, _ = build()
         source.queue.enqueue(["a", "b"])
-        first = source.receive()
-        assert first is not None
-        first.complete(first.run())
+        served(source)
         assert source.queue.stats() == {"pending": 0, "in_flight": 1, "done": 1, "failed": 0}
-        second = source.receive()
-        assert second is not None
-        assert second.message.payload == "b"
-        second.complete(second.run())
+        assert served(source).message.payload == "b"
         assert source.queue.stats() == {"pending": 0, "in_flight": 0, "done": 2, "failed": 0}
 
     def test_a_stop_gives_the_message_leased_ahead_back(
@@ -303,9 +312,7 @@ class TestTasks:
     ) -> None:
         source, context = build()
         source.queue.enqueue(["a", "b"])
-        first = source.receive()
-        assert first is not None
-        first.complete(first.run())
+        served(source)
         context.stop()
         assert source.receive() is None
         assert source.queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 0}
@@ -319,9 +326,7 @@ class TestTasks:
         source, _ = build()
         source.queue.enqueue(["a", "b"])
         path = source.queue.path
-        first = source.receive()
-        assert first is not None
-        first.complete(first.run())
+        served(source)
         source.close()
         with SqliteQueue(path, create=False) as queue:
             assert queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 0}
@@ -331,8 +336,7 @@ class TestTasks:
     ) -> None:
         source, context = build()
         source.queue.enqueue(["a", "b"])
-        first = source.receive()
-        assert first is not None
+        first = received(source)
         context.stop()  # the task runs on to its end; its worker leaves after it
         first.complete(first.run())
         assert source.queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 0}
@@ -342,9 +346,7 @@ class TestTasks:
     ) -> None:
         source, _ = build()
         source.queue.enqueue(["x"])
-        task = source.receive()
-        assert task is not None
-        task.complete(task.run())
+        task = served(source)
         assert task.settled_state == "done"
 
     def test_a_new_generation_recovers_once_the_old_one_is_gone(
@@ -361,9 +363,7 @@ class TestTasks:
         sibling.close()
         new, _ = build(generation="gen-2")
         assert new.queue.stats()["pending"] == 1
-        task = new.receive()
-        assert task is not None
-        assert task.message.attempts == 1
+        assert received(new).message.attempts == 1
 
     def test_an_unknown_generation_recovers_nothing(
         self, build: Callable[..., tuple[SqliteSource, FakeContext]]

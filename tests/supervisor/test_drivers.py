@@ -100,22 +100,18 @@ def test_start_refuses_an_unavailable_driver(root: Path, driver: str, missing: s
 
 
 def test_auto_without_fork_exec_runs_the_proc_driver(
-    root: Path, monkeypatch: pytest.MonkeyPatch
+    root: Path, monkeypatch: pytest.MonkeyPatch, supervisors: pools.Supervisors
 ) -> None:
     """``auto`` on a platform without ``posix_spawn`` runs the whole pool with ``proc``."""
     pools.write_root(root, driver="auto", workers=1)
     monkeypatch.setattr(pools, "SUPERVISOR", [sys.executable, "-c", WITHOUT, "posix_spawn"])
-    supervisor = pools.Supervisor(root)
-    try:
-        supervisor.wait_running()
-        assert json.loads(pools.cli(root, "status", "--json").stdout)["driver"] == "proc"
-        state = json.loads((root / "var/tmp/worker.state.json").read_text())
-        assert (state["driver_requested"], state["driver"]) == ("auto", "proc")
-        supervisor.proc_host()  # exactly one
-        assert pools.cli(root, "stop").returncode == 0
-        assert supervisor.finish() == 0
-    finally:
-        supervisor.close()
+    supervisor = supervisors.running(root)
+    assert json.loads(pools.cli(root, "status", "--json").stdout)["driver"] == "proc"
+    state = json.loads((root / "var/tmp/worker.state.json").read_text())
+    assert (state["driver_requested"], state["driver"]) == ("auto", "proc")
+    supervisor.proc_host()  # exactly one
+    assert pools.cli(root, "stop").returncode == 0
+    assert supervisor.finish() == 0
 
 
 SPAWN_LOG = """

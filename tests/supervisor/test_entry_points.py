@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import importlib.metadata
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Protocol
 
 import pytest
 
@@ -21,8 +22,18 @@ def _groups() -> set[str]:
     return {entry.group for dist in dists for entry in dist.entry_points}
 
 
-def _pairs(entries: object) -> list[tuple[str, str]]:
-    return sorted((e.name, e.value) for e in entries)  # type: ignore[attr-defined]
+class _Entry(Protocol):
+    """What both entry point types share: the standard library's and the lean reader's."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def value(self) -> str: ...
+
+
+def _pairs(entries: Iterable[_Entry]) -> list[tuple[str, str]]:
+    return sorted((e.name, e.value) for e in entries)
 
 
 def test_every_group_of_this_environment_reads_the_same() -> None:

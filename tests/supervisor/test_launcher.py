@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 import psutil
 import pytest
@@ -212,9 +213,9 @@ class Launcher:
         self.stop()
 
 
-def _launch(root: Path, **kwargs: object) -> Outcome:
+def _launch(root: Path, **kwargs: Any) -> Outcome:
     """Run a launcher that is expected to end on its own, and return how it ended."""
-    with Launcher(root, **kwargs) as launcher:  # type: ignore[arg-type]
+    with Launcher(root, **kwargs) as launcher:
         return launcher.finish()
 
 

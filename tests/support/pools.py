@@ -44,13 +44,18 @@ def _current_driver(root: Path) -> str | None:
 
 
 def write_root(
-    root: Path, *, source_options: Mapping[str, object] | None = None, **worker: Any
+    root: Path,
+    *,
+    source_options: Mapping[str, object] | None = None,
+    tables: Mapping[str, Mapping[str, object]] | None = None,
+    **worker: Any,
 ) -> Path:
     """Write ``coretsia.toml`` (its ``[worker]`` table from ``worker``) and the test app.
 
     The driver already configured for this root is kept unless ``driver`` is given, so a
     test parametrized by driver can rewrite its configuration freely. ``source_options``
-    becomes the ``[worker.source_options]`` table.
+    becomes the ``[worker.source_options]`` table; ``tables`` are more tables by their
+    dotted name (``{"worker.hooks": {"before": ["app:hook"]}}``).
     """
     if "driver" not in worker and (driver := _current_driver(root)) is not None:
         worker["driver"] = driver
@@ -64,7 +69,9 @@ def write_root(
     }
     lines = ["[worker]", *_toml_lines(settings)]
     if source_options is not None:
-        lines += ["", "[worker.source_options]", *_toml_lines(source_options)]
+        tables = {"worker.source_options": source_options, **(tables or {})}
+    for name, table in (tables or {}).items():
+        lines += ["", f"[{name}]", *_toml_lines(table)]
     (root / "coretsia.toml").write_text("\n".join(lines) + "\n")
     install_app(root, "lifecycle_app.py")
     return root
@@ -75,19 +82,27 @@ def install_app(root: Path, name: str, as_name: str | None = None) -> Path:
     return Path(shutil.copy(APPS / name, root / (as_name or name)))
 
 
+def app_source(name: str) -> str:
+    """The text of the test application ``apps/<name>``: a module of a fixture wheel."""
+    return (APPS / name).read_text()
+
+
 def _toml_lines(table: Mapping[str, object]) -> list[str]:
-    """``key = value`` lines of a flat TOML table (booleans, integers, strings)."""
-    lines = []
-    for key, value in table.items():
-        if value is None:  # leave the key out: its default (or discovery) applies
-            continue
-        if isinstance(value, bool):
-            lines.append(f"{key} = {'true' if value else 'false'}")
-        elif isinstance(value, int):
-            lines.append(f"{key} = {value}")
-        else:
-            lines.append(f'{key} = "{value}"')
-    return lines
+    """``key = value`` lines of a flat TOML table (booleans, integers, strings and lists
+    of them)."""
+    return [f"{key} = {_toml_value(value)}" for key, value in table.items() if value is not None]
+
+
+def _toml_value(value: object) -> str:
+    """A TOML value; a key whose value is None is left out by the caller (its default, or
+    discovery, applies)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(item) for item in value) + "]"
+    return f'"{value}"'
 
 
 class Supervisor:

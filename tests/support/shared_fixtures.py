@@ -59,6 +59,14 @@ def short_root(short_roots: Callable[[], Path]) -> Path:
 
 
 @pytest.fixture
+def runtime_root(short_root: Path) -> Path:
+    """A short root with the runtime directory (``var/tmp``) a pool makes, and nothing else:
+    for a test that plays the pool's part itself (a stub supervisor, a guardian alone)."""
+    (short_root / "var/tmp").mkdir(parents=True)
+    return short_root
+
+
+@pytest.fixture
 def root(short_root: Path, request: pytest.FixtureRequest) -> Path:
     """A pool root (``coretsia.toml`` and the test sources, see :func:`pools.write_root`).
 

@@ -13,7 +13,7 @@ import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from coretsia.worker_protocol.control import ControlRequest, decode_request
 from coretsia.worker_protocol.framing import LineFramer, Need
@@ -58,9 +58,11 @@ class StubSupervisor:
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
-    def write_locator(self, locator: Locator | None = None, mode: int = 0o600) -> None:
+    def write_locator(self, mode: int = 0o600, **changes: Any) -> None:
+        """Publish the stub's locator, with ``changes`` to its fields: a test's one fault
+        (another credential, host or path, other budgets)."""
         path = self.root / LOCATOR_PATH
-        path.write_bytes(encode_locator(locator or self.locator))
+        path.write_bytes(encode_locator(Locator(**{**self.locator._asdict(), **changes})))
         os.chmod(path, mode)
 
     def _serve(self) -> None:
