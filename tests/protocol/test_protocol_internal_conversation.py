@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import pytest
 from hypothesis import given, settings
@@ -34,6 +34,7 @@ from coretsia.worker_protocol.internal.conversation import Conversation, Side
 from coretsia.worker_protocol.vocabulary import Driver, ShutdownPhase
 
 OPENER, ANSWERER = Side.OPENER, Side.ANSWERER
+E = TypeVar("E", bound=WorkerError)
 VERSION = "1.2.3"
 SPAWN = g.Spawn(slot=0, argv=("python", "-c", "pass"))
 SPAWNED = g.Spawned(slot=0, pid=1234)
@@ -167,6 +168,14 @@ class Pair:
         return self.opener.state, self.answerer.state
 
 
+def read_raises(end: Conversation[Any, Any], data: bytes, error: type[E]) -> E:
+    """Feed ``data`` to ``end``; the ``error`` its next event raises."""
+    end.receive_data(data)
+    with pytest.raises(error) as info:
+        end.next_event()
+    return info.value
+
+
 def every_state(channel: Channel) -> list[Any]:
     states: type[enum.Enum] = type(channel.opener().state)
     return list(states)
@@ -252,13 +261,11 @@ def test_every_illegal_move(channel: Channel, state: Any, side: Side, frame: obj
     with pytest.raises(LocalProtocolError):
         sender.send(frame)
     receiver = at(channel, state).ends[other(side)]
-    receiver.receive_data(channel.encode(frame))
     # The opener stopped reading when it raised the refusal (rule 5).
     reading_over = side is ANSWERER and state.value == "refused"
     expected: type[ProtocolError] = LocalProtocolError if reading_over else RemoteProtocolError
-    with pytest.raises(expected) as refused:
-        receiver.next_event()
-    assert refused.value.reason is Reason.FRAME_UNEXPECTED
+    refused = read_raises(receiver, channel.encode(frame), expected)
+    assert refused.reason is Reason.FRAME_UNEXPECTED
 
 
 @BOTH
@@ -270,10 +277,8 @@ def test_the_answerer_checks_the_hello(channel: Channel) -> None:
     assert info.value.reason is Reason.PEER_VERSION_MISMATCH
     with pytest.raises(LocalProtocolError):
         pair.answerer.send(WELCOME)
-    refusal = at(channel, every_state(channel)[0]).answerer  # a fresh end, for the refusal
-    refusal.receive_data(channel.encode(channel.hello("0.0.0-other")))
-    with pytest.raises(WorkerStartFailedError):
-        refusal.next_event()
+    refusal = channel.answerer(VERSION)
+    read_raises(refusal, channel.encode(channel.hello("0.0.0-other")), WorkerStartFailedError)
     assert refusal.send(g.Refused(reason=Reason.PEER_VERSION_MISMATCH))
     assert refusal.state.value == "refused"
 
@@ -283,10 +288,9 @@ def test_the_opener_checks_the_welcome(channel: Channel) -> None:
     """A welcome of another version raises at the opener."""
     pair = Pair(channel)
     pair.say(OPENER, channel.hello(VERSION))
-    pair.opener.receive_data(channel.encode(g.Welcome(peer_version="0.0.0-other", pid=1)))
-    with pytest.raises(WorkerStartFailedError) as info:
-        pair.opener.next_event()
-    assert info.value.reason is Reason.PEER_VERSION_MISMATCH
+    welcome = channel.encode(g.Welcome(peer_version="0.0.0-other", pid=1))
+    mismatch = read_raises(pair.opener, welcome, WorkerStartFailedError)
+    assert mismatch.reason is Reason.PEER_VERSION_MISMATCH
 
 
 @BOTH
@@ -295,11 +299,8 @@ def test_no_answer_without_a_spawn(channel: Channel, answer: object) -> None:
     """An answer no spawn is owed is refused at both ends."""
     with pytest.raises(LocalProtocolError):
         running(channel).answerer.send(answer)
-    opener = running(channel).opener
-    opener.receive_data(channel.encode(answer))
-    with pytest.raises(RemoteProtocolError) as info:
-        opener.next_event()
-    assert info.value.reason is Reason.FRAME_UNEXPECTED
+    refused = read_raises(running(channel).opener, channel.encode(answer), RemoteProtocolError)
+    assert refused.reason is Reason.FRAME_UNEXPECTED
 
 
 @BOTH
@@ -325,10 +326,7 @@ def test_reading_ends_at_the_close(channel: Channel) -> None:
     assert opener.next_event() is Need.CLOSED
     opener = running(channel).opener
     opener.receive_data(channel.encode(EXITED)[:5])
-    opener.receive_data(b"")
-    with pytest.raises(RemoteProtocolError) as info:
-        opener.next_event()
-    assert info.value.reason is Reason.FRAME_TRUNCATED
+    assert read_raises(opener, b"", RemoteProtocolError).reason is Reason.FRAME_TRUNCATED
     with pytest.raises(LocalProtocolError):
         opener.next_event()
 
@@ -351,9 +349,7 @@ def test_both_ends_always_agree(channel: Channel, data: st.DataObject) -> None:
         try:
             sent = sender.send(frame)
         except LocalProtocolError:
-            receiver.receive_data(channel.encode(frame))
-            with pytest.raises(ProtocolError):
-                receiver.next_event()
+            read_raises(receiver, channel.encode(frame), ProtocolError)
             return
         receiver.receive_data(sent)
         try:
@@ -429,9 +425,7 @@ class TestGuardianChannel:
     def test_a_broken_rule_is_the_supervisors_loss(self) -> None:
         """A supervisor frame out of order ends reading; the containment still speaks."""
         guardian = at(GUARDIAN, G.RUNNING).answerer
-        guardian.receive_data(g.encode_guardian_frame(g.Release()))
-        with pytest.raises(RemoteProtocolError):
-            guardian.next_event()
+        read_raises(guardian, g.encode_guardian_frame(g.Release()), RemoteProtocolError)
         assert (guardian.state, guardian.supervisor_gone) == (G.SHUTTING_DOWN, True)
         with pytest.raises(LocalProtocolError):
             guardian.next_event()
@@ -481,9 +475,7 @@ class TestProcHostChannel:
             at(PROC_HOST, H.WELCOME).answerer.send(other_reason)
         assert (info.value.reason, info.value.path) == (Reason.FRAME_INVALID_VALUE, "$.reason")
         driver = at(PROC_HOST, H.WELCOME).opener
-        driver.receive_data(p.encode_proc_host_frame(other_reason))
-        with pytest.raises(RemoteProtocolError):
-            driver.next_event()
+        read_raises(driver, p.encode_proc_host_frame(other_reason), RemoteProtocolError)
         with pytest.raises(WorkerStartFailedError) as mismatch:
             at(PROC_HOST, H.WELCOME).say(ANSWERER, PROC_HOST.refusal)
         assert mismatch.value.reason is Reason.PEER_VERSION_MISMATCH

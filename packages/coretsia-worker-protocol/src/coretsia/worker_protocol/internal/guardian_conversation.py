@@ -33,27 +33,8 @@ from typing import Final
 
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import WorkerError, WorkerLifecycleFailedError
+from coretsia.worker_protocol.internal import guardian as g
 from coretsia.worker_protocol.internal.conversation import Conversation, Side, moves
-from coretsia.worker_protocol.internal.guardian import (
-    Drained,
-    Exited,
-    GenerationFailed,
-    GuardianFrame,
-    Hello,
-    HostStarted,
-    Locked,
-    Phase,
-    Refused,
-    Release,
-    Released,
-    Shutdown,
-    Spawn,
-    Spawned,
-    SpawnFailed,
-    Welcome,
-    decode_guardian_frame,
-    encode_guardian_frame,
-)
 
 
 class GuardianState(enum.Enum):
@@ -80,27 +61,27 @@ class GuardianState(enum.Enum):
 
 
 _S, _G = Side.OPENER, Side.ANSWERER
-_REPORTS: Final = (Spawned, SpawnFailed, Exited, HostStarted, GenerationFailed)
+_REPORTS: Final = (g.Spawned, g.SpawnFailed, g.Exited, g.HostStarted, g.GenerationFailed)
 _St = GuardianState
 
 MOVES: Final = moves(
-    (_St.HELLO, _S, (Hello,), _St.WELCOME),
-    (_St.WELCOME, _G, (Welcome,), _St.LOCK),
-    (_St.WELCOME, _G, (Refused,), _St.REFUSED),
-    (_St.LOCK, _G, (Locked,), _St.RUNNING),
-    (_St.LOCK, _G, (Refused,), _St.REFUSED),
-    (_St.RUNNING, _S, (Spawn,), _St.RUNNING),
-    (_St.RUNNING, _S, (Shutdown,), _St.SHUTTING_DOWN),
+    (_St.HELLO, _S, (g.Hello,), _St.WELCOME),
+    (_St.WELCOME, _G, (g.Welcome,), _St.LOCK),
+    (_St.WELCOME, _G, (g.Refused,), _St.REFUSED),
+    (_St.LOCK, _G, (g.Locked,), _St.RUNNING),
+    (_St.LOCK, _G, (g.Refused,), _St.REFUSED),
+    (_St.RUNNING, _S, (g.Spawn,), _St.RUNNING),
+    (_St.RUNNING, _S, (g.Shutdown,), _St.SHUTTING_DOWN),
     (_St.RUNNING, _G, _REPORTS, _St.RUNNING),
-    (_St.SHUTTING_DOWN, _S, (Spawn,), _St.SHUTTING_DOWN),
-    (_St.SHUTTING_DOWN, _G, (*_REPORTS, Phase), _St.SHUTTING_DOWN),
-    (_St.SHUTTING_DOWN, _G, (Drained,), _St.DRAINED),
-    (_St.DRAINED, _S, (Spawn,), _St.DRAINED),
-    (_St.DRAINED, _S, (Release,), _St.RELEASING),
-    (_St.DRAINED, _G, (Exited,), _St.DRAINED),
-    (_St.RELEASING, _S, (Spawn,), _St.RELEASING),
-    (_St.RELEASING, _G, (Exited,), _St.RELEASING),
-    (_St.RELEASING, _G, (Released,), _St.RELEASED),
+    (_St.SHUTTING_DOWN, _S, (g.Spawn,), _St.SHUTTING_DOWN),
+    (_St.SHUTTING_DOWN, _G, (*_REPORTS, g.Phase), _St.SHUTTING_DOWN),
+    (_St.SHUTTING_DOWN, _G, (g.Drained,), _St.DRAINED),
+    (_St.DRAINED, _S, (g.Spawn,), _St.DRAINED),
+    (_St.DRAINED, _S, (g.Release,), _St.RELEASING),
+    (_St.DRAINED, _G, (g.Exited,), _St.DRAINED),
+    (_St.RELEASING, _S, (g.Spawn,), _St.RELEASING),
+    (_St.RELEASING, _G, (g.Exited,), _St.RELEASING),
+    (_St.RELEASING, _G, (g.Released,), _St.RELEASED),
 )
 """Every legal move of the guardian channel: ``(state, side, frame class) -> state``."""
 
@@ -108,17 +89,17 @@ _WHEN_GONE: Final = {_St.RUNNING: _St.SHUTTING_DOWN, _St.DRAINED: _St.RELEASING}
 """Rule 5: the move the supervisor's loss stands for, at the guardian's end."""
 
 
-class _GuardianChannel(Conversation[GuardianState, GuardianFrame]):
+class _GuardianChannel(Conversation[GuardianState, g.GuardianFrame]):
     __slots__ = ()
 
-    def _encode(self, frame: GuardianFrame) -> bytes:
-        return encode_guardian_frame(frame)
+    def _encode(self, frame: g.GuardianFrame) -> bytes:
+        return g.encode_guardian_frame(frame)
 
-    def _decode(self, line: bytes) -> GuardianFrame:
-        return decode_guardian_frame(line)
+    def _decode(self, line: bytes) -> g.GuardianFrame:
+        return g.decode_guardian_frame(line)
 
-    def _hello_version(self, frame: GuardianFrame) -> str | None:
-        return frame.peer_version if isinstance(frame, Hello) else None
+    def _hello_version(self, frame: g.GuardianFrame) -> str | None:
+        return frame.peer_version if isinstance(frame, g.Hello) else None
 
 
 class SupervisorEnd(_GuardianChannel):
@@ -150,6 +131,6 @@ class GuardianEnd(_GuardianChannel):
         self.supervisor_gone = True
         self.state = _WHEN_GONE.get(self.state, self.state)
 
-    def _moved(self, frame: GuardianFrame, *, ours: bool) -> None:
+    def _moved(self, frame: g.GuardianFrame, *, ours: bool) -> None:
         if self.supervisor_gone:
             self.state = _WHEN_GONE.get(self.state, self.state)  # drained: release implied

@@ -25,15 +25,8 @@ import enum
 from typing import Final
 
 from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.internal import guardian as g
 from coretsia.worker_protocol.internal.conversation import Conversation, Side, moves
-from coretsia.worker_protocol.internal.guardian import (
-    Exited,
-    Refused,
-    Spawn,
-    Spawned,
-    SpawnFailed,
-    Welcome,
-)
 from coretsia.worker_protocol.internal.proc_host import (
     HostHello,
     ProcHostFrame,
@@ -60,14 +53,14 @@ class HostState(enum.Enum):
 
 
 _D, _H = Side.OPENER, Side.ANSWERER
-_REPORTS: Final = (Spawned, SpawnFailed, Exited)
+_REPORTS: Final = (g.Spawned, g.SpawnFailed, g.Exited)
 _St = HostState
 
 MOVES: Final = moves(
     (_St.HELLO, _D, (HostHello,), _St.WELCOME),
-    (_St.WELCOME, _H, (Welcome,), _St.RUNNING),
-    (_St.WELCOME, _H, (Refused,), _St.REFUSED),
-    (_St.RUNNING, _D, (Spawn, Signal), _St.RUNNING),
+    (_St.WELCOME, _H, (g.Welcome,), _St.RUNNING),
+    (_St.WELCOME, _H, (g.Refused,), _St.REFUSED),
+    (_St.RUNNING, _D, (g.Spawn, Signal), _St.RUNNING),
     (_St.RUNNING, _D, (Quit,), _St.QUITTING),
     (_St.RUNNING, _H, _REPORTS, _St.RUNNING),
     (_St.QUITTING, _H, _REPORTS, _St.QUITTING),
