@@ -144,6 +144,7 @@ class TestHandshake:
 PROC_DRIVER_MODULES = {
     "coretsia.guardian.proc_backend",
     "coretsia.worker_protocol.internal.proc_host",
+    "coretsia.worker_protocol.internal.proc_host_conversation",
 }
 
 

@@ -82,7 +82,11 @@ def _error(ours: bool) -> type[ProtocolError]:
 
 
 class Conversation(Generic[S, F]):
-    """One end of an internal channel: the channel's table for both sides, rules 1 to 5."""
+    """One end of an internal channel: the channel's table for both sides, rules 1 to 5.
+
+    A channel's module subclasses it once for its codec (``_encode``, ``_decode``,
+    ``_hello_version``), then once per end.
+    """
 
     __slots__ = (
         "_broken",
@@ -137,7 +141,7 @@ class Conversation(Generic[S, F]):
             raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
         try:
             self._move(frame, ours=True)
-        except WorkerError:
+        except LocalProtocolError:
             self._broken = True
             raise
         return self._encode(frame)

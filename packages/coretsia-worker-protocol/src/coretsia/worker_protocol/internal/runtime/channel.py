@@ -31,7 +31,7 @@ _RECV_BYTES: Final = 65536
 F = TypeVar("F", covariant=True)
 
 
-class Conversation(Protocol[F]):
+class FrameReader(Protocol[F]):
     """What :meth:`FramedChannel.receive` feeds: a sans-IO reader of frames."""
 
     def receive_data(self, data: bytes) -> None:
@@ -71,7 +71,7 @@ class FramedChannel:
                 sent = await self._sock.send(view)
                 view = view[sent:]
 
-    async def receive(self, conversation: Conversation[F]) -> F | None:
+    async def receive(self, conversation: FrameReader[F]) -> F | None:
         """``conversation``'s next frame, read as it needs; None once the peer closed.
 
         A broken stream (reset, or closed under us) ends like a closed one, so the
