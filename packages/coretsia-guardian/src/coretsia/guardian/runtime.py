@@ -70,6 +70,9 @@ class Generation:
         self._hello = hello
         self._fence_fd = fence_fd
         self._workers: dict[int, int] = {}  # pid -> slot, while the worker is unreaped
+        self._spawning: set[int] = set()  # slots whose spawn has not returned yet
+        self._early_reaps: dict[int, int] = {}  # pid -> status, reaped while spawning
+        self._early_exits: dict[int, Exited] = {}  # slot -> the proc host's word, likewise
         self._changed = trio.Event()
         self._outbox, self._outbox_reader = trio.open_memory_channel[bytes](math.inf)
         self._stop_read, self._stop_write = os.pipe()
@@ -106,10 +109,17 @@ class Generation:
         slot = self._workers.pop(pid, None)
         if slot is not None:
             self.post(Exited(slot=slot, exit_kind=exit_kind(status)))
+        elif self._spawning:
+            # Maybe a worker whose spawn has not returned yet: it is not registered, and
+            # must never be once reaped (its pid may be reused at any moment).
+            self._early_reaps[pid] = status
         self.changed()
 
     def _on_host_exit(self, frame: Exited) -> None:
         """The proc host reaped one of its workers."""
+        if frame.slot in self._spawning:
+            self._early_exits[frame.slot] = frame  # told after its ``spawned``
+            return
         for pid, slot in list(self._workers.items()):
             if slot == frame.slot:
                 del self._workers[pid]
@@ -150,13 +160,35 @@ class Generation:
         if channel_fd is None or self._backend is None:
             self.post(SpawnFailed(slot=frame.slot, reason=Reason.CHILD_START_FAILED))
             return
+        self._spawning.add(frame.slot)
         try:
             result = await self._backend.spawn(frame.slot, frame.argv, channel_fd)
         finally:
             os.close(channel_fd)
-        if isinstance(result, Spawned):
-            self._workers[result.pid] = frame.slot
+            self._spawning.discard(frame.slot)
         self.post(result)
+        if isinstance(result, Spawned):
+            early = self._early_exit(result)
+            if early is None:
+                self._workers[result.pid] = frame.slot
+            else:
+                self.post(early)
+                self.changed()
+        if not self._spawning:
+            self._early_reaps.clear()  # orphans of the subreaper, reaped meanwhile
+            self._early_exits.clear()
+
+    def _early_exit(self, spawned: Spawned) -> Exited | None:
+        """The exit of a worker that ended before its spawn returned, if it did.
+
+        The worker runs from the moment it is spawned: its exit (reaped here, or reported
+        by the proc host) may overtake the spawn's own result. It is then reported after
+        ``spawned``, in the order the supervisor expects, and never registered as live.
+        """
+        status = self._early_reaps.pop(spawned.pid, None)
+        if status is not None:
+            return Exited(slot=spawned.slot, exit_kind=exit_kind(status))
+        return self._early_exits.pop(spawned.slot, None)
 
     # -- shutdown -----------------------------------------------------------------------
 
