@@ -26,6 +26,7 @@ from coretsia.worker_protocol.internal.guardian import (
     Release,
     Released,
     Shutdown,
+    Spawned,
     Welcome,
     decode_guardian_frame,
     encode_guardian_frame,
@@ -137,6 +138,7 @@ class TestHandshake:
 PROC_DRIVER_MODULES = {
     "coretsia.guardian.proc_backend",
     "coretsia.worker_protocol.internal.proc_host",
+    "coretsia.worker_protocol.internal.proc_host_conversation",
 }
 
 
@@ -186,3 +188,67 @@ def test_signals_only_its_unreaped_workers(runtime_root: Path, tmp_path: Path) -
         channel.close()
     assert exited == {0: "exit-0", 1: "signal-term"}
     assert signals_sent(log) == [(pids[1], signal.SIGTERM)]
+
+
+LATE_SPAWN_RESULT = """
+import sys, time
+if "coretsia.guardian" in sys.orig_argv:
+    import coretsia.guardian.spawner as spawner
+    import coretsia.guardian.proc_backend as proc_backend
+    import trio
+
+    real_spawn = spawner._spawn
+
+    def late_spawn(request):  # fork: the spawner thread returns after the worker is gone
+        pid = real_spawn(request)
+        time.sleep(0.5)
+        return pid
+
+    spawner._spawn = late_spawn
+    real_host_spawn = proc_backend.ProcBackend.spawn
+
+    async def late_host_spawn(self, slot, argv, channel_fd):  # proc: the reply waits
+        result = await real_host_spawn(self, slot, argv, channel_fd)
+        await trio.sleep(0.5)
+        return result
+
+    proc_backend.ProcBackend.spawn = late_host_spawn
+"""
+"""Makes every spawn's result reach the guardian's loop half a second late: a worker
+that exits at once is gone (reaped, or reported by the proc host) before its ``spawned``."""
+
+
+@pytest.mark.parametrize("driver", [Driver.FORK, Driver.PROC])
+def test_a_worker_that_exits_before_its_spawn_returns(
+    root: Path, tmp_path: Path, driver: Driver
+) -> None:
+    """Its exit is reported after its ``spawned``, and its pid is never signalled.
+
+    Without care the reaped pid would be registered as a live worker (and signalled as a
+    group at the stop, when it may be another process's), and its exit never told.
+    """
+    log = tmp_path / "signals.log"
+    env = site_env(
+        tmp_path / "site", SIGNAL_LOG + LATE_SPAWN_RESULT, {**os.environ, SIGNAL_LOG_ENV: str(log)}
+    )
+    guardian = Guardian(root, env)
+    guardian.send(hello(driver=driver, stop_timeout_ms=100))
+    assert isinstance(guardian.receive(), Welcome)
+    assert isinstance(guardian.receive(), Locked)
+    channel = guardian.spawn(0, "pass")
+    frames = []
+    while not isinstance(frame := guardian.receive(), Exited):
+        frames.append(frame)
+    frames.append(frame)
+    spawned = [f for f in frames if isinstance(f, Spawned)]
+    assert [type(f) for f in frames][-2:] == [Spawned, Exited]
+    assert frame == Exited(slot=0, exit_kind="exit-0")
+    guardian.send(encode_guardian_frame(Shutdown()))
+    while not isinstance(drained := guardian.receive(), Drained):
+        assert not isinstance(drained, Exited), drained  # told once, already
+    assert drained.clean
+    guardian.send(encode_guardian_frame(Release()))
+    assert isinstance(guardian.receive(), Released)
+    assert guardian.finish()[0] == 0
+    channel.close()
+    assert spawned[0].pid not in {pid for pid, _ in signals_sent(log)}

@@ -22,9 +22,9 @@ from coretsia.worker_protocol.internal.guardian import (
     Locked,
     Refused,
     Welcome,
-    decode_guardian_frame,
     encode_guardian_frame,
 )
+from coretsia.worker_protocol.internal.guardian_conversation import GuardianEnd
 from coretsia.worker_protocol.internal.runtime.channel import FramedChannel
 from coretsia.worker_protocol.vocabulary import Driver
 
@@ -51,9 +51,8 @@ async def _handshake_against(*answers: GuardianFrame) -> None:
             try:
                 await link._handshake(HELLO)
             finally:
-                line = await theirs.receive()
-                assert line is not None
-                assert isinstance(decode_guardian_frame(line), Hello)
+                heard = await theirs.receive(GuardianEnd(HELLO.peer_version))
+                assert isinstance(heard, Hello)
     finally:
         ours.close()
         theirs.close()

@@ -25,29 +25,16 @@ from coretsia.guardian._version import __version__
 from coretsia.guardian.backends import ExitReport
 from coretsia.guardian.spawner import Spawner, SpawnRequest
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.exceptions import (
-    ProtocolError,
-    WorkerLifecycleFailedError,
-    error_for,
-)
-from coretsia.worker_protocol.internal.guardian import (
-    Exited,
-    Refused,
-    Spawn,
-    Spawned,
-    SpawnFailed,
-    Welcome,
-)
-from coretsia.worker_protocol.internal.handshake import check_peer_version
+from coretsia.worker_protocol.exceptions import ProtocolError, WorkerLifecycleFailedError
+from coretsia.worker_protocol.internal.guardian import Exited, Spawn, Spawned, SpawnFailed
 from coretsia.worker_protocol.internal.proc_host import (
     HostHello,
     ProcHostFrame,
     Quit,
     Signal,
     SignalName,
-    decode_proc_host_frame,
-    encode_proc_host_frame,
 )
+from coretsia.worker_protocol.internal.proc_host_conversation import DriverEnd, HostState
 from coretsia.worker_protocol.internal.runtime.channel import FramedChannel
 
 HOST_HANDSHAKE_TIMEOUT_S: Final = 30.0
@@ -58,8 +45,11 @@ _LOST: Final = (OSError, trio.BrokenResourceError, trio.ClosedResourceError)
 class ProcBackend:
     """Workers are children of the proc host, driven over its channel."""
 
-    def __init__(self, channel: FramedChannel, pid: int, on_exit: ExitReport) -> None:
+    def __init__(
+        self, channel: FramedChannel, conversation: DriverEnd, pid: int, on_exit: ExitReport
+    ) -> None:
         self._channel = channel
+        self._conversation = conversation
         self.pid = pid
         self._on_exit = on_exit
         self._pending: dict[int, trio.MemorySendChannel[Spawned | SpawnFailed]] = {}
@@ -95,12 +85,13 @@ class ProcBackend:
         finally:
             theirs.close()
         channel = FramedChannel(trio.socket.from_stdlib_socket(ours))
+        conversation = DriverEnd()
         try:
-            await _handshake(channel)
+            await _handshake(channel, conversation)
         except BaseException:
             channel.close()  # the proc host sees the end of its channel and exits
             raise
-        return cls(channel, pid, on_exit)
+        return cls(channel, conversation, pid, on_exit)
 
     async def run(self) -> None:
         """Pump frames both ways until the proc host is gone; run in the nursery."""
@@ -108,11 +99,11 @@ class ProcBackend:
             nursery.start_soon(self._write)
             try:
                 while True:
-                    line = await self._channel.receive()
-                    if line is None:
+                    frame: ProcHostFrame | None = await self._channel.receive(self._conversation)
+                    if frame is None:
                         break
-                    self._dispatch(decode_proc_host_frame(line))
-            except (*_LOST, ProtocolError):
+                    self._dispatch(frame)
+            except ProtocolError:
                 pass
             self.lost.set()
             for pending in self._pending.values():
@@ -126,6 +117,9 @@ class ProcBackend:
                 pending.send_nowait(frame)
         elif isinstance(frame, Exited):
             self._on_exit(frame)
+
+    def _encode(self, frame: ProcHostFrame) -> bytes:
+        return self._conversation.send(frame)
 
     async def _write(self) -> None:
         async for data in self._send_reader:
@@ -143,9 +137,7 @@ class ProcBackend:
         send, receive = trio.open_memory_channel[Spawned | SpawnFailed](1)
         self._pending[slot] = send
         try:
-            await self._channel.send(
-                encode_proc_host_frame(Spawn(slot=slot, argv=argv)), (channel_fd,)
-            )
+            await self._channel.send(self._encode(Spawn(slot=slot, argv=argv)), (channel_fd,))
         except _LOST:
             self._pending.pop(slot, None)
             return failed
@@ -157,7 +149,7 @@ class ProcBackend:
     def signal(self, slot: int, pid: int, sig: signal.Signals) -> None:
         name = SignalName.KILL if sig == signal.SIGKILL else SignalName.TERM
         try:
-            self._send_queue.send_nowait(encode_proc_host_frame(Signal(slot=slot, signal=name)))
+            self._send_queue.send_nowait(self._encode(Signal(slot=slot, signal=name)))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass  # the proc host is gone: its workers die of their parent-death signal
 
@@ -167,7 +159,7 @@ class ProcBackend:
     async def close(self, budget_s: float) -> None:
         """Ask the proc host to quit and wait (bounded) for its channel to close."""
         try:
-            self._send_queue.send_nowait(encode_proc_host_frame(Quit()))
+            self._send_queue.send_nowait(self._encode(Quit()))
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         with trio.move_on_after(budget_s):
@@ -175,18 +167,19 @@ class ProcBackend:
         self._channel.close()
 
 
-async def _handshake(channel: FramedChannel) -> None:
-    """``host-hello``, then a ``welcome`` of our own version; raises WorkerError otherwise."""
+async def _handshake(channel: FramedChannel, conversation: DriverEnd) -> None:
+    """``host-hello``, then a ``welcome`` of our own version; raises WorkerError otherwise.
+
+    The conversation raises ``worker-peer-version-mismatch`` whichever side noticed it;
+    any other end of the handshake is ``worker-process-host-failed``.
+    """
     with trio.move_on_after(HOST_HANDSHAKE_TIMEOUT_S):
         try:
-            await channel.send(encode_proc_host_frame(HostHello(peer_version=__version__)))
-            line = await channel.receive()
-            answer = None if line is None else decode_proc_host_frame(line)
+            await channel.send(conversation.send(HostHello(peer_version=__version__)))
+            while conversation.state is HostState.WELCOME:
+                if await channel.receive(conversation) is None:
+                    break
         except (*_LOST, ProtocolError):
-            answer = None
-        if isinstance(answer, Refused) and answer.reason is Reason.PEER_VERSION_MISMATCH:
-            raise error_for(answer.reason)
-        if isinstance(answer, Welcome):
-            check_peer_version(__version__, answer.peer_version)
-            return
-    raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED)
+            pass
+    if conversation.state is not HostState.RUNNING:
+        raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED)

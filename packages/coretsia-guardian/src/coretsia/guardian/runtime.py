@@ -31,8 +31,9 @@ import trio
 from coretsia.guardian.backends import Backend, ForkBackend
 from coretsia.guardian.reaper import reap_forever
 from coretsia.guardian.spawner import Spawner
+from coretsia.guardian.supervisor_link import SupervisorLink
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.exceptions import ProtocolError, WorkerError
+from coretsia.worker_protocol.exceptions import WorkerError
 from coretsia.worker_protocol.internal.guardian import (
     Drained,
     Exited,
@@ -41,15 +42,12 @@ from coretsia.worker_protocol.internal.guardian import (
     Hello,
     HostStarted,
     Phase,
-    Release,
     Shutdown,
     Spawn,
     Spawned,
     SpawnFailed,
-    decode_guardian_frame,
-    encode_guardian_frame,
 )
-from coretsia.worker_protocol.internal.runtime.channel import FramedChannel
+from coretsia.worker_protocol.internal.guardian_conversation import GuardianState
 from coretsia.worker_protocol.internal.runtime.exit_kind import from_wait_status as exit_kind
 from coretsia.worker_protocol.internal.runtime.logs import event
 from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
@@ -67,11 +65,14 @@ _STUCK_RECHECK_S: Final = 1.0
 class Generation:
     """The guardian's view of one generation; driven by :func:`run_generation`."""
 
-    def __init__(self, channel: FramedChannel, hello: Hello, fence_fd: int) -> None:
-        self._channel = channel
+    def __init__(self, link: SupervisorLink, hello: Hello, fence_fd: int) -> None:
+        self._link = link
         self._hello = hello
         self._fence_fd = fence_fd
         self._workers: dict[int, int] = {}  # pid -> slot, while the worker is unreaped
+        self._spawning: set[int] = set()  # slots whose spawn has not returned yet
+        self._early_reaps: dict[int, int] = {}  # pid -> status, reaped while spawning
+        self._early_exits: dict[int, Exited] = {}  # slot -> the proc host's word, likewise
         self._changed = trio.Event()
         self._outbox, self._outbox_reader = trio.open_memory_channel[bytes](math.inf)
         self._stop_read, self._stop_write = os.pipe()
@@ -108,10 +109,17 @@ class Generation:
         slot = self._workers.pop(pid, None)
         if slot is not None:
             self.post(Exited(slot=slot, exit_kind=exit_kind(status)))
+        elif self._spawning:
+            # Maybe a worker whose spawn has not returned yet: it is not registered, and
+            # must never be once reaped (its pid may be reused at any moment).
+            self._early_reaps[pid] = status
         self.changed()
 
     def _on_host_exit(self, frame: Exited) -> None:
         """The proc host reaped one of its workers."""
+        if frame.slot in self._spawning:
+            self._early_exits[frame.slot] = frame  # told after its ``spawned``
+            return
         for pid, slot in list(self._workers.items()):
             if slot == frame.slot:
                 del self._workers[pid]
@@ -136,29 +144,51 @@ class Generation:
         self._changed = trio.Event()
 
     def post(self, frame: GuardianFrame) -> None:
-        """Queue a frame for the supervisor (dropped silently once it is gone)."""
-        self._outbox.send_nowait(encode_guardian_frame(frame))
+        """Queue a frame for the supervisor (dropped silently once it is gone).
+
+        Encoded now, so the conversation checks the frames in the order they will travel.
+        """
+        self._outbox.send_nowait(self._link.encode(frame))
 
     async def write_outbox(self) -> None:
         """Send queued frames in order; after the supervisor is gone, discard them."""
         async for data in self._outbox_reader:
-            try:
-                await self._channel.send(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-                continue
+            await self._link.send_encoded(data)
 
     async def spawn(self, frame: Spawn, channel_fd: int | None) -> None:
         """Start one worker; its channel descriptor arrived with the frame."""
         if channel_fd is None or self._backend is None:
             self.post(SpawnFailed(slot=frame.slot, reason=Reason.CHILD_START_FAILED))
             return
+        self._spawning.add(frame.slot)
         try:
             result = await self._backend.spawn(frame.slot, frame.argv, channel_fd)
         finally:
             os.close(channel_fd)
-        if isinstance(result, Spawned):
-            self._workers[result.pid] = frame.slot
+            self._spawning.discard(frame.slot)
         self.post(result)
+        if isinstance(result, Spawned):
+            early = self._early_exit(result)
+            if early is None:
+                self._workers[result.pid] = frame.slot
+            else:
+                self.post(early)
+                self.changed()
+        if not self._spawning:
+            self._early_reaps.clear()  # orphans of the subreaper, reaped meanwhile
+            self._early_exits.clear()
+
+    def _early_exit(self, spawned: Spawned) -> Exited | None:
+        """The exit of a worker that ended before its spawn returned, if it did.
+
+        The worker runs from the moment it is spawned: its exit (reaped here, or reported
+        by the proc host) may overtake the spawn's own result. It is then reported after
+        ``spawned``, in the order the supervisor expects, and never registered as live.
+        """
+        status = self._early_reaps.pop(spawned.pid, None)
+        if status is not None:
+            return Exited(slot=spawned.slot, exit_kind=exit_kind(status))
+        return self._early_exits.pop(spawned.slot, None)
 
     # -- shutdown -----------------------------------------------------------------------
 
@@ -240,9 +270,9 @@ def _running(proc: psutil.Process) -> bool:
         return False
 
 
-async def run_generation(channel: FramedChannel, hello: Hello, fence_fd: int) -> None:
+async def run_generation(link: SupervisorLink, hello: Hello, fence_fd: int) -> None:
     """Serve the supervisor until shutdown (asked for, or forced by its loss)."""
-    generation = Generation(channel, hello, fence_fd)
+    generation = Generation(link, hello, fence_fd)
     try:
         async with trio.open_nursery() as nursery:
             await nursery.start(reap_forever, generation.on_reaped)
@@ -250,7 +280,7 @@ async def run_generation(channel: FramedChannel, hello: Hello, fence_fd: int) ->
             # A driver that fails to start is reported (generation-failed); the spawns
             # that follow then fail and the supervisor asks for the shutdown.
             await generation.start_backend(nursery)
-            supervisor_present = await _serve(channel, generation)
+            supervisor_present = await _serve(link, generation)
             if not supervisor_present:
                 # The supervisor is gone (killed, or it broke the conversation): contain
                 # its generation on our own, with the budgets of the handshake.
@@ -258,7 +288,7 @@ async def run_generation(channel: FramedChannel, hello: Hello, fence_fd: int) ->
             clean = await generation.shutdown()
             generation.post(Drained(clean=clean))
             if supervisor_present:
-                await _wait_for_release(channel)
+                await _wait_for_release(link)
             if not clean:
                 await generation.wait_until_gone()
             nursery.cancel_scope.cancel()
@@ -266,31 +296,24 @@ async def run_generation(channel: FramedChannel, hello: Hello, fence_fd: int) ->
         generation.close()
 
 
-async def _serve(channel: FramedChannel, generation: Generation) -> bool:
-    """Handle spawn requests until ``shutdown`` (True) or the channel is lost (False)."""
+async def _serve(link: SupervisorLink, generation: Generation) -> bool:
+    """Handle spawn requests until ``shutdown`` (True) or the supervisor's loss (False)."""
     async with trio.open_nursery() as spawns:
         while True:
-            frame = await receive_frame(channel)
+            frame = await link.receive()
             if isinstance(frame, Spawn):
-                spawns.start_soon(generation.spawn, frame, channel.take_fd())
+                spawns.start_soon(generation.spawn, frame, link.take_fd())
             else:
-                # ``shutdown``, a closed channel, or anything that breaks the conversation
-                # (treated as the loss of the supervisor): either way, shut down.
+                # ``shutdown``, or the end of the channel: the conversation allows nothing
+                # else here, and reads a broken rule as the supervisor's loss.
                 return isinstance(frame, Shutdown)
 
 
-async def receive_frame(channel: FramedChannel) -> GuardianFrame | None:
-    """The next valid frame, or None when the channel is closed, broken or garbled."""
-    try:
-        line = await channel.receive()
-        return None if line is None else decode_guardian_frame(line)
-    except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ProtocolError):
-        return None
+async def _wait_for_release(link: SupervisorLink) -> None:
+    """After ``drained``, wait for ``release`` (or the supervisor's loss, which implies it).
 
-
-async def _wait_for_release(channel: FramedChannel) -> None:
-    """After ``drained``, wait for ``release`` (or the supervisor's loss)."""
-    while True:
-        frame = await receive_frame(channel)
-        if frame is None or isinstance(frame, Release):
+    A ``spawn`` that crossed ``shutdown`` may come first: it gets no answer.
+    """
+    while link.conversation.state is GuardianState.DRAINED:
+        if await link.receive() is None:
             return

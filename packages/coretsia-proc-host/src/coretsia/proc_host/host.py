@@ -33,7 +33,7 @@ from typing import Final, Protocol
 from coretsia.proc_host._version import __version__
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import ProtocolError, WorkerStartFailedError
-from coretsia.worker_protocol.framing import LineFramer, Need
+from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.internal.guardian import (
     Exited,
     Refused,
@@ -42,16 +42,8 @@ from coretsia.worker_protocol.internal.guardian import (
     SpawnFailed,
     Welcome,
 )
-from coretsia.worker_protocol.internal.handshake import check_peer_version
-from coretsia.worker_protocol.internal.proc_host import (
-    HostHello,
-    ProcHostFrame,
-    Quit,
-    Signal,
-    SignalName,
-    decode_proc_host_frame,
-    encode_proc_host_frame,
-)
+from coretsia.worker_protocol.internal.proc_host import ProcHostFrame, Quit, Signal, SignalName
+from coretsia.worker_protocol.internal.proc_host_conversation import HostEnd, HostState
 from coretsia.worker_protocol.internal.runtime.exit_kind import from_returncode
 from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
 
@@ -98,7 +90,7 @@ class Host:
         self._stop = _move_high(STOP_FD)
         self._fence = _move_high(FENCE_FD)
         _reserve_slots()
-        self._framer = LineFramer()
+        self._conversation = HostEnd(__version__)
         self._fds: collections.deque[int] = collections.deque()
         self._workers: dict[int, subprocess.Popen[bytes]] = {}
         self._env = {**os.environ, PARENT_PID_ENV: str(os.getpid())}
@@ -111,35 +103,35 @@ class Host:
     # -- channel ------------------------------------------------------------------------
 
     def _send(self, frame: ProcHostFrame) -> None:
+        data = self._conversation.send(frame)
         try:
-            self._sock.sendall(encode_proc_host_frame(frame))
+            self._sock.sendall(data)
         except OSError:
             pass  # the guardian is gone; the loop sees the end of the channel next
 
     def _receive_some(self) -> None:
-        """Feed the framer what is available (``b""`` at the end); queue its descriptors."""
+        """Feed the conversation what is available (``b""`` at the end); queue descriptors."""
         flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
         data, fds, _flags, _addr = socket.recv_fds(self._sock, 65536, _MAX_FDS, flags)
         self._fds.extend(fds)
-        self._framer.receive_data(data)
-
-    def _next_frame(self) -> ProcHostFrame | Need:
-        """The next frame received, or what the framer needs first."""
-        line = self._framer.next_frame()
-        return line if isinstance(line, Need) else decode_proc_host_frame(line)
+        self._conversation.receive_data(data)
 
     def handshake(self) -> bool:
-        """Answer the guardian's ``host-hello``; False if it must be refused."""
+        """Answer the guardian's ``host-hello``; False if it must be refused.
+
+        The conversation checks the hello (a garbled one raises); a guardian of another
+        version is refused, one that leaves first gets nothing.
+        """
         self._sock.settimeout(_HANDSHAKE_TIMEOUT_S)
-        while (hello := self._next_frame()) is Need.DATA:
-            self._receive_some()
-        self._sock.settimeout(None)
-        if not isinstance(hello, HostHello):
-            return False
         try:
-            check_peer_version(__version__, hello.peer_version)
+            while self._conversation.next_event() is Need.DATA:
+                self._receive_some()
         except WorkerStartFailedError as exc:
             self._send(Refused(reason=exc.reason))
+            return False
+        finally:
+            self._sock.settimeout(None)
+        if self._conversation.state is not HostState.WELCOME:
             return False
         self._send(Welcome(peer_version=__version__, pid=os.getpid()))
         return True
@@ -241,7 +233,7 @@ class Host:
 
     def _serve_frames(self) -> bool:
         """Act on every frame received so far; True once told to ``quit`` or at the end."""
-        while not isinstance(frame := self._next_frame(), Need):
+        while not isinstance(frame := self._conversation.next_event(), Need):
             if isinstance(frame, Spawn):
                 self._spawn(frame)
             elif isinstance(frame, Signal):

@@ -4,6 +4,9 @@ The guardian is the supervisor's only child. It is started in a session of its o
 terminal's Ctrl-C never reaches it) with one inherited socket, usually early, before the
 supervisor imported trio (see :mod:`coretsia.supervisor.guardian_process`); the
 supervisor reaps it by its pid alone, its one way of reaping (it has no other children).
+Which frames may travel, and when, is the business of the channel's conversation
+(:class:`~coretsia.worker_protocol.internal.guardian_conversation.SupervisorEnd`): this
+module only moves them.
 """
 
 from __future__ import annotations
@@ -14,24 +17,11 @@ from typing import Final
 
 import trio
 
-from coretsia.supervisor._version import __version__
 from coretsia.supervisor.guardian_process import GuardianProcess, take_early
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.exceptions import (
-    ProtocolError,
-    WorkerLifecycleFailedError,
-    error_for,
-)
-from coretsia.worker_protocol.internal.guardian import (
-    GuardianFrame,
-    Hello,
-    Locked,
-    Refused,
-    Welcome,
-    decode_guardian_frame,
-    encode_guardian_frame,
-)
-from coretsia.worker_protocol.internal.handshake import check_peer_version
+from coretsia.worker_protocol.exceptions import ProtocolError, WorkerLifecycleFailedError
+from coretsia.worker_protocol.internal.guardian import GuardianFrame, Hello
+from coretsia.worker_protocol.internal.guardian_conversation import GuardianState, SupervisorEnd
 from coretsia.worker_protocol.internal.runtime.channel import FramedChannel
 
 HANDSHAKE_TIMEOUT_S: Final = 30.0
@@ -47,6 +37,7 @@ class GuardianLink:
     def __init__(self, process: GuardianProcess, channel: FramedChannel) -> None:
         self.process = process
         self._channel = channel
+        self._conversation = SupervisorEnd()
 
     @classmethod
     async def launch(cls, root: Path, hello: Hello, env: Mapping[str, str]) -> GuardianLink:
@@ -64,27 +55,25 @@ class GuardianLink:
         try:
             with trio.fail_after(HANDSHAKE_TIMEOUT_S):
                 await link._handshake(hello)
+        except trio.TooSlowError:
+            await link.abandon()
+            raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from None
         except BaseException:
             await link.abandon()
             raise
         return link
 
     async def _handshake(self, hello: Hello) -> None:
-        try:
-            await self.send(hello)
-            welcome = await self.receive()
-            if isinstance(welcome, Refused):
-                raise error_for(welcome.reason)
-            if not isinstance(welcome, Welcome):
-                raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED)
-            check_peer_version(__version__, welcome.peer_version)
-            locked = await self.receive()
-        except trio.TooSlowError:
-            raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from None
-        if isinstance(locked, Refused):
-            raise error_for(locked.reason)
-        if not isinstance(locked, Locked):
-            raise WorkerLifecycleFailedError(Reason.LIFECYCLE_LOCK_FAILED)
+        """``hello``, then the guardian's answers until it holds the lock.
+
+        The conversation checks them: a refusal raises its own error, a guardian of
+        another version ``worker-peer-version-mismatch``; an end or a broken rule is the
+        failure of the step it interrupted.
+        """
+        await self.send(hello)
+        while self._conversation.state is not GuardianState.RUNNING:
+            if await self.receive() is None:
+                raise self._conversation.failure()
 
     async def send(self, frame: GuardianFrame, fds: tuple[int, ...] = ()) -> None:
         """Send one frame; a lost guardian is a lifecycle failure.
@@ -94,16 +83,19 @@ class GuardianLink:
         bounded by the socket buffer; a guardian gone makes it fail, not hang.
         """
         try:
+            data = self._conversation.send(frame)
             with trio.CancelScope(shield=True):
-                await self._channel.send(encode_guardian_frame(frame), fds)
+                await self._channel.send(data, fds)
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:
             raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from exc
 
     async def receive(self) -> GuardianFrame | None:
-        """The next frame, or None once the guardian is gone (or spoke garbage)."""
+        """The next frame, or None once the guardian is gone (or broke a rule).
+
+        The handshake's own outcomes (a refusal, another version) are raised.
+        """
         try:
-            line = await self._channel.receive()
-            return None if line is None else decode_guardian_frame(line)
+            return await self._channel.receive(self._conversation)
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, ProtocolError):
             return None
 

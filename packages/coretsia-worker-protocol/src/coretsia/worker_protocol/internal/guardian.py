@@ -1,6 +1,7 @@
 """Guardian-channel frames: supervisor and guardian. Internal; versioned by the handshake.
 
-The conversation, in order (supervisor ``->``, guardian ``<-``):
+The conversation, in order (supervisor ``->``, guardian ``<-``; the rules themselves are
+:mod:`.guardian_conversation`'s):
 
 1. ``-> hello`` (package version, driver, shutdown budgets) and ``<- welcome`` with the
    guardian's version; either side refuses a peer of another version

@@ -1,7 +1,8 @@
 """Proc-host-channel frames: guardian and proc host. Internal; versioned by the handshake.
 
 The proc host owns worker process handles on the guardian's behalf (the portable
-``proc`` driver). The conversation (guardian ``->``, proc host ``<-``):
+``proc`` driver). The conversation (guardian ``->``, proc host ``<-``; the rules
+themselves are :mod:`.proc_host_conversation`'s):
 
 1. ``-> host-hello`` with the guardian's version, ``<- welcome`` or ``<- refused``
    (``worker-peer-version-mismatch``).

@@ -1,8 +1,11 @@
 """A framed stream that can carry descriptors: the guardian channel's transport.
 
 Both the supervisor and the guardian speak through it (from the protocol distribution,
-so neither imports the other). Frames are newline-delimited, bounded by
-:class:`~coretsia.worker_protocol.framing.LineFramer`. A ``spawn`` frame carries the
+so neither imports the other), and the guardian through it to its proc host. It moves
+bytes and descriptors only: which frames may travel, and in what order, is the
+conversation's business (:mod:`coretsia.worker_protocol.internal.guardian_conversation`,
+:mod:`~coretsia.worker_protocol.internal.proc_host_conversation`), which
+:meth:`FramedChannel.receive` feeds until it has a frame. A ``spawn`` frame carries the
 worker's end of its worker channel as ``SCM_RIGHTS`` ancillary data, so the supervisor
 keeps reading readiness directly from each worker while the guardian alone owns the
 processes. Received descriptors queue up in arrival order; the frame that announced them
@@ -16,14 +19,26 @@ import collections
 import os
 import socket
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, Protocol, TypeVar
 
 import trio
 
-from coretsia.worker_protocol.framing import LineFramer, Need
+from coretsia.worker_protocol.framing import Need
 
 _MAX_FDS_PER_MESSAGE: Final = 8
 _RECV_BYTES: Final = 65536
+
+F = TypeVar("F", covariant=True)
+
+
+class FrameReader(Protocol[F]):
+    """What :meth:`FramedChannel.receive` feeds: a sans-IO reader of frames."""
+
+    def receive_data(self, data: bytes) -> None:
+        """Buffer bytes read from the peer (``b""`` at the end of the stream)."""
+
+    def next_event(self) -> F | Need:
+        """The next frame, or what is needed first."""
 
 
 class FramedChannel:
@@ -31,7 +46,6 @@ class FramedChannel:
 
     def __init__(self, sock: trio.socket.SocketType) -> None:
         self._sock = sock
-        self._framer = LineFramer()
         self._fds: collections.deque[int] = collections.deque()
         self._send_lock = trio.Lock()
 
@@ -57,11 +71,20 @@ class FramedChannel:
                 sent = await self._sock.send(view)
                 view = view[sent:]
 
-    async def receive(self) -> bytes | None:
-        """The next frame, or None when the peer closed the channel between frames."""
-        while (frame := self._framer.next_frame()) is Need.DATA:
-            self._framer.receive_data(await self._receive_some())
-        return frame if isinstance(frame, bytes) else None
+    async def receive(self, conversation: FrameReader[F]) -> F | None:
+        """``conversation``'s next frame, read as it needs; None once the peer closed.
+
+        A broken stream (reset, or closed under us) ends like a closed one, so the
+        conversation sees one kind of end; whatever it raises (a broken rule) goes to the
+        caller.
+        """
+        while (event := conversation.next_event()) is Need.DATA:
+            try:
+                data = await self._receive_some()
+            except (OSError, trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            conversation.receive_data(data)
+        return None if isinstance(event, Need) else event
 
     async def _receive_some(self) -> bytes:
         """What the socket has (``b""`` at its end); descriptors with it queue up."""
