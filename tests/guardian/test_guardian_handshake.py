@@ -220,7 +220,7 @@ that exits at once is gone (reaped, or reported by the proc host) before its ``s
 
 @pytest.mark.parametrize("driver", [Driver.FORK, Driver.PROC])
 def test_a_worker_that_exits_before_its_spawn_returns(
-    root: Path, tmp_path: Path, driver: Driver
+    runtime_root: Path, tmp_path: Path, driver: Driver
 ) -> None:
     """Its exit is reported after its ``spawned``, and its pid is never signalled.
 
@@ -231,24 +231,29 @@ def test_a_worker_that_exits_before_its_spawn_returns(
     env = site_env(
         tmp_path / "site", SIGNAL_LOG + LATE_SPAWN_RESULT, {**os.environ, SIGNAL_LOG_ENV: str(log)}
     )
-    guardian = Guardian(root, env)
-    guardian.send(hello(driver=driver, stop_timeout_ms=100))
-    assert isinstance(guardian.receive(), Welcome)
-    assert isinstance(guardian.receive(), Locked)
-    channel = guardian.spawn(0, "pass")
-    frames = []
-    while not isinstance(frame := guardian.receive(), Exited):
+    guardian = Guardian(runtime_root, env)
+    try:
+        guardian.send(hello(driver=driver, stop_timeout_ms=100))
+        assert isinstance(guardian.receive(), Welcome)
+        assert isinstance(guardian.receive(), Locked)
+        channel = guardian.spawn(0, "pass")
+        frames = []
+        while not isinstance(frame := guardian.receive(), Exited):
+            frames.append(frame)
         frames.append(frame)
-    frames.append(frame)
-    spawned = [f for f in frames if isinstance(f, Spawned)]
-    assert [type(f) for f in frames][-2:] == [Spawned, Exited]
-    assert frame == Exited(slot=0, exit_kind="exit-0")
-    guardian.send(encode_guardian_frame(Shutdown()))
-    while not isinstance(drained := guardian.receive(), Drained):
-        assert not isinstance(drained, Exited), drained  # told once, already
-    assert drained.clean
-    guardian.send(encode_guardian_frame(Release()))
-    assert isinstance(guardian.receive(), Released)
-    assert guardian.finish()[0] == 0
-    channel.close()
-    assert spawned[0].pid not in {pid for pid, _ in signals_sent(log)}
+        spawned = [f for f in frames if isinstance(f, Spawned)]
+        assert [type(f) for f in frames][-2:] == [Spawned, Exited]
+        assert frame == Exited(slot=0, exit_kind="exit-0")
+        guardian.send(encode_guardian_frame(Shutdown()))
+        while not isinstance(drained := guardian.receive(), Drained):
+            assert not isinstance(drained, Exited), drained  # told once, already
+        assert drained.clean
+        guardian.send(encode_guardian_frame(Release()))
+        assert isinstance(guardian.receive(), Released)
+        assert guardian.finish()[0] == 0
+        channel.close()
+        assert spawned[0].pid not in {pid for pid, _ in signals_sent(log)}
+    finally:
+        if guardian.proc.poll() is None:  # a failed assertion above: end it, and its pipes
+            guardian.proc.kill()
+            guardian.finish()
