@@ -19,9 +19,11 @@ def supervisor(runtime_root: Path, hold_lock: HoldLock) -> Iterator[StartStub]:
     written."""
     started: list[StubSupervisor] = []
 
-    def start(script: Script, transport: Transport = Transport.UNIX) -> StubSupervisor:
+    def start(
+        script: Script, transport: Transport = Transport.UNIX, proves_with: str | None = None
+    ) -> StubSupervisor:
         hold_lock(str(runtime_root / LOCK_PATH))
-        stub = StubSupervisor(runtime_root, transport, script)
+        stub = StubSupervisor(runtime_root, transport, script, proves_with)
         stub.write_locator()
         started.append(stub)
         return stub

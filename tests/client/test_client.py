@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from lock_holder import HoldLock
-from stub_supervisor import StartStub
+from stub_supervisor import Session, StartStub
 
 from coretsia.worker_protocol.catalogue import HealthReason, Reason
 from coretsia.worker_protocol.client import DEFAULT_TIMEOUT_S, STOP_SLACK_S, ControlClient
@@ -49,18 +49,16 @@ SUMMARY = PoolSummary(
 )
 
 
-def answer(conn: socket.socket, request: ControlRequest) -> None:
+def answer(session: Session, request: ControlRequest) -> None:
     """A well-behaved supervisor: one answer per request, progress before stopped."""
     if request.command is ControlCommand.STATUS:
-        conn.sendall(encode_response(StatusResponse(SUMMARY)))
+        session.send(StatusResponse(SUMMARY))
     elif request.command is ControlCommand.HEALTH:
-        conn.sendall(
-            encode_response(HealthResponse(SUMMARY, healthy=True, reason=HealthReason.HEALTHY))
-        )
+        session.send(HealthResponse(SUMMARY, healthy=True, reason=HealthReason.HEALTHY))
     else:
         for phase in ShutdownPhase:
-            conn.sendall(encode_response(StopProgress(phase, 100)))
-        conn.sendall(encode_response(StoppedResponse()))
+            session.send(StopProgress(phase, 100))
+        session.send(StoppedResponse())
 
 
 class TestLiveness:
@@ -98,7 +96,8 @@ class TestAnswers:
         """status returns the live summary over either transport."""
         stub = supervisor(answer, transport)
         assert ControlClient(stub.root).status().summary == SUMMARY
-        assert stub.requests[0].credential == stub.credential
+        assert stub.requests == [ControlRequest(ControlCommand.STATUS)]
+        assert stub.credential.encode() not in stub.received  # proved, never sent
 
     def test_health(self, supervisor: StartStub) -> None:
         """health returns the health answer."""
@@ -117,8 +116,8 @@ class TestAnswers:
     def test_error_answer_raises_its_exception(self, supervisor: StartStub) -> None:
         """An error answer becomes the typed exception of its reason."""
 
-        def failing(conn: socket.socket, _request: ControlRequest) -> None:
-            conn.sendall(encode_response(ErrorResponse(Reason.SHUTDOWN_FAILED)))
+        def failing(session: Session, _request: ControlRequest) -> None:
+            session.send(ErrorResponse(Reason.SHUTDOWN_FAILED))
 
         stub = supervisor(failing)
         with pytest.raises(WorkerLifecycleFailedError) as info:
@@ -133,10 +132,9 @@ class TestStopDeadline:
         """A stop that never ends waits stop + 2 x force-kill (the locator's) plus the
         slack, no less and not much more, then reports a communication failure."""
 
-        def never_stopped(conn: socket.socket, _request: ControlRequest) -> None:
-            conn.sendall(encode_response(StopProgress(ShutdownPhase.COOPERATIVE, 1000)))
-            conn.settimeout(None)
-            conn.recv(1)  # blocks until the client gives up and closes
+        def never_stopped(session: Session, _request: ControlRequest) -> None:
+            session.send(StopProgress(ShutdownPhase.COOPERATIVE, 1000))
+            session.wait_closed()
 
         stub = supervisor(never_stopped)
         stub.write_locator(stop_timeout_ms=1000, force_kill_timeout_ms=250)
@@ -153,11 +151,24 @@ class TestCommunicationFailures:
         with pytest.raises(WorkerCommunicationFailedError):
             ControlClient(root, timeout=2).status()
 
-    def test_wrong_credential_is_closed_silently(self, supervisor: StartStub) -> None:
-        """A stale credential gets no answer, which the client reports."""
+    def test_stale_credential_sends_no_command(self, supervisor: StartStub) -> None:
+        """With a stale credential the server's proof fails: the client says no more."""
         stub = supervisor(answer)
         stub.write_locator(credential="f" * 64)
         self._fails(stub.root)
+        assert stub.requests == []
+
+    @pytest.mark.parametrize("transport", [Transport.UNIX, Transport.TCP])
+    def test_server_without_the_credential(
+        self, supervisor: StartStub, transport: Transport
+    ) -> None:
+        """A server that cannot prove itself is refused; it learns neither the credential
+        nor the command."""
+        stub = supervisor(answer, transport, proves_with="e" * 64)
+        self._fails(stub.root)
+        assert stub.requests == []
+        assert b"status" not in stub.received
+        assert stub.credential.encode() not in stub.received
 
     @pytest.mark.parametrize(
         "content",
@@ -228,29 +239,31 @@ class TestCommunicationFailures:
     def test_silent_supervisor_is_bounded(self, supervisor: StartStub) -> None:
         """A supervisor that never answers makes the client give up at its deadline."""
 
-        def silent(conn: socket.socket, _request: ControlRequest) -> None:
-            conn.recv(1)  # blocks until the client gives up and closes
+        def silent(session: Session, _request: ControlRequest) -> None:
+            session.wait_closed()
 
         stub = supervisor(silent)
         with pytest.raises(WorkerCommunicationFailedError):
             ControlClient(stub.root, timeout=0.3).status()
 
-    def test_wrong_answer_type(self, supervisor: StartStub) -> None:
-        """A status request answered with stop progress is a communication failure."""
+    @pytest.mark.parametrize(
+        "line",
+        [
+            encode_response(StatusResponse(SUMMARY)),
+            encode_response(StatusResponse(SUMMARY), lambda _body: "f" * 64),
+            encode_response(StopProgress(ShutdownPhase.KILL, 1), lambda _body: "f" * 64),
+            b"\xff\xfe nonsense\n",
+        ],
+        ids=["unsealed", "forged-mac", "forged-wrong-type", "garbage"],
+    )
+    def test_answer_the_server_did_not_seal(self, supervisor: StartStub, line: bytes) -> None:
+        """After a good handshake, an answer without the server's MAC (a man in the
+        middle's, say), or garbage, is a communication failure, not an answer."""
 
-        def confused(conn: socket.socket, _request: ControlRequest) -> None:
-            conn.sendall(encode_response(StopProgress(ShutdownPhase.KILL, 1)))
+        def forging(session: Session, _request: ControlRequest) -> None:
+            session.send_raw(line)
 
-        stub = supervisor(confused)
-        self._fails(stub.root)
-
-    def test_garbage_answer(self, supervisor: StartStub) -> None:
-        """A non-protocol answer is a communication failure, not a crash."""
-
-        def garbage(conn: socket.socket, _request: ControlRequest) -> None:
-            conn.sendall(b"\xff\xfe nonsense\n")
-
-        stub = supervisor(garbage)
+        stub = supervisor(forging)
         self._fails(stub.root)
 
 
@@ -278,9 +291,9 @@ class TestLongRoot:
             os.chmod(root / LOCATOR_PATH, 0o600)
             with pytest.raises(WorkerCommunicationFailedError):
                 ControlClient(root, timeout=0.5).status()
-            conn, _ = listener.accept()  # the client did connect and send its request
+            conn, _ = listener.accept()  # the client did connect and send its hello
             with conn:
-                assert b'"command":"status"' in conn.recv(4096)
+                assert b'"type":"hello"' in conn.recv(4096)
         finally:
             listener.close()
             os.close(dir_fd)

@@ -3,24 +3,19 @@ slow standard modules (dataclasses, typing, pathlib, argparse).
 
 ``status`` and ``health`` are Kubernetes exec probes; every import is paid at every
 probe. Checked with ``python -X importtime`` against a real (stub) endpoint, so the whole
-path runs: lock probe, locator, connect, request, answer.
+path runs: lock probe, locator, connect, handshake (``hmac`` and ``hashlib`` are allowed,
+loaded on first use), request, answer.
 """
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from stub_supervisor import StartStub
+from stub_supervisor import Session, StartStub
 
-from coretsia.worker_protocol.control import (
-    ControlRequest,
-    PoolSummary,
-    StatusResponse,
-    encode_response,
-)
+from coretsia.worker_protocol.control import ControlRequest, PoolSummary, StatusResponse
 from coretsia.worker_protocol.vocabulary import Driver, PoolStatus, Transport
 
 SUMMARY = PoolSummary(
@@ -54,8 +49,8 @@ def _imported(code: list[str]) -> set[str]:
     }
 
 
-def _answer(conn: socket.socket, _request: ControlRequest) -> None:
-    conn.sendall(encode_response(StatusResponse(SUMMARY)))
+def _answer(session: Session, _request: ControlRequest) -> None:
+    session.send(StatusResponse(SUMMARY))
 
 
 def test_status_client_path_is_light(supervisor: StartStub) -> None:

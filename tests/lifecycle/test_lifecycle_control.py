@@ -1,4 +1,9 @@
-"""Control security with a real supervisor: silent refusal, floods, leaks, isolation."""
+"""Control security with a real supervisor: silent refusal, floods, leaks, isolation.
+
+The raw connections here speak the handshake themselves (a real
+:class:`ClientConversation` with the locator's credential, or a rogue client that seals
+its request with a MAC it made up), so each test controls every byte.
+"""
 
 from __future__ import annotations
 
@@ -11,11 +16,16 @@ import time
 from pathlib import Path
 
 import psutil
-from pools import Supervisors, cli, processes_in, write_root
+from conversation_pairs import forged
+from pools import Supervisor, Supervisors, cli, processes_in, write_root
 
 from coretsia.supervisor.control_server import MAX_PENDING, READ_DEADLINE_S
 from coretsia.supervisor.refusals import INTERVAL_S
+from coretsia.worker_protocol.control import Challenge, ControlRequest, Hello, encode_request
+from coretsia.worker_protocol.control_conversation import ClientConversation
 from coretsia.worker_protocol.framing import MAX_FRAME_BYTES
+from coretsia.worker_protocol.locator import decode_locator
+from coretsia.worker_protocol.vocabulary import ControlCommand
 
 LOCATOR = "var/tmp/worker.lifecycle.json"
 SLACK_S = 2.0
@@ -32,9 +42,45 @@ def _connect(root: Path) -> socket.socket:
     return sock
 
 
-def _request(command: str, credential: str) -> bytes:
+def _readline(sock: socket.socket) -> bytes:
+    """One line, unbuffered: nothing beyond it is taken off the socket."""
+    with sock.makefile("rb", buffering=0) as stream:
+        return stream.readline()
+
+
+def _handshake(sock: socket.socket, root: Path) -> ClientConversation:
+    """hello and the server's proof, with the locator's credential: ready to ask."""
+    locator = decode_locator((root / LOCATOR).read_bytes())
+    conversation = ClientConversation(locator.credential, locator.transport, locator.address)
+    sock.sendall(conversation.hello())
+    conversation.receive_data(_readline(sock))
+    assert isinstance(conversation.next_event(), Challenge)
+    return conversation
+
+
+def _ask(sock: socket.socket, root: Path, command: ControlCommand) -> None:
+    """The handshake, then ``command``, sealed; the answers are left on the socket."""
+    sock.sendall(_handshake(sock, root).send(ControlRequest(command)))
+
+
+def _ask_as_rogue(sock: socket.socket) -> None:
+    """A client without the credential: it skips checking the server's proof and seals
+    its request with a MAC it made up."""
+    sock.sendall(encode_request(Hello("0" * 64)))
+    assert b'"type":"challenge"' in _readline(sock)
+    sock.sendall(forged(ControlRequest(ControlCommand.STATUS), encode_request))
+
+
+def _version_1_request(command: str, credential: str) -> bytes:
+    """What a client from before the handshake sends: the credential, in clear."""
     body = {"command": command, "credential": credential, "version": 1}
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+
+
+def _refused(supervisor: Supervisor) -> list[tuple[str, int]]:
+    """The ``control.refused`` lines of a finished supervisor, as (cause, count)."""
+    lines = [e for e in supervisor.logs if e["event"] == "control.refused"]
+    return [(str(e["cause"]), int(str(e["count"]))) for e in lines]
 
 
 def _answers(sock: socket.socket, count: int | None = None) -> list[tuple[str, str | None]]:
@@ -65,19 +111,17 @@ def _send_until_dropped(sock: socket.socket, limit: int) -> int | None:
 
 
 class TestAuthentication:
-    def test_wrong_credential_is_closed_silently(
-        self, root: Path, supervisors: Supervisors
-    ) -> None:
-        """A wrong credential gets no answer: the connection is simply closed."""
+    def test_wrong_proof_is_closed_silently(self, root: Path, supervisors: Supervisors) -> None:
+        """A client that cannot prove itself gets no answer: the connection is closed."""
         supervisors(root).wait_running()
         with _connect(root) as sock:
-            sock.sendall(_request("status", "0" * 64))
+            _ask_as_rogue(sock)
             assert sock.recv(4096) == b""
 
-    def test_missing_or_malformed_credential(self, root: Path, supervisors: Supervisors) -> None:
-        """Malformed requests are closed silently too, and the pool keeps serving."""
+    def test_malformed_frames(self, root: Path, supervisors: Supervisors) -> None:
+        """Malformed frames are closed silently too, and the pool keeps serving."""
         supervisors(root).wait_running()
-        for payload in (b'{"command":"stop","version":1}\n', b"garbage\n", b"\xff\n"):
+        for payload in (b'{"command":"stop","version":2}\n', b"garbage\n", b"\xff\n"):
             with _connect(root) as sock:
                 sock.sendall(payload)
                 assert sock.recv(4096) == b""
@@ -86,10 +130,24 @@ class TestAuthentication:
     def test_right_credential_over_a_raw_socket(self, root: Path, supervisors: Supervisors) -> None:
         """The locator's credential is what the server accepts (the test is not vacuous)."""
         supervisors(root).wait_running()
+        with _connect(root) as sock:
+            _ask(sock, root, ControlCommand.STATUS)
+            assert b'"type":"status"' in sock.recv(4096)
+
+    def test_version_1_request_is_refused_with_its_own_cause(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
+        """An old client's request line, right credential and all, gets a silent close
+        and one ``control.refused`` with ``cause=version``."""
+        supervisor = supervisors(root, "--log-format", "json")
+        supervisor.wait_running()
         credential = json.loads((root / LOCATOR).read_text())["credential"]
         with _connect(root) as sock:
-            sock.sendall(_request("status", credential))
-            assert b'"type":"status"' in sock.recv(4096)
+            sock.sendall(_version_1_request("status", credential))
+            assert sock.recv(4096) == b""
+        assert cli(root, "stop").returncode == 0
+        assert supervisor.finish() == 0
+        assert _refused(supervisor) == [("version", 1)]
 
 
 class TestRobustness:
@@ -148,12 +206,15 @@ class TestRobustness:
         assert cli(root, "status").returncode == 0
 
     def test_client_disconnecting_mid_request(self, root: Path, supervisors: Supervisors) -> None:
-        """A client that vanishes halfway through a request disturbs nothing."""
+        """A client that vanishes halfway through its hello or its request disturbs
+        nothing."""
         supervisors(root).wait_running()
-        credential = json.loads((root / LOCATOR).read_text())["credential"]
         for cut in (1, 20, 60):
             with _connect(root) as sock:
-                sock.sendall(_request("stop", credential)[:cut])
+                sock.sendall(encode_request(Hello("0" * 64))[:cut])
+            with _connect(root) as sock:
+                request = _handshake(sock, root).send(ControlRequest(ControlCommand.STOP))
+                sock.sendall(request[:cut])
         assert cli(root, "health").returncode == 0
 
     def test_stop_client_leaving_mid_stop(self, root: Path, supervisors: Supervisors) -> None:
@@ -167,11 +228,10 @@ class TestRobustness:
         )
         supervisor = supervisors(root)
         supervisor.wait_running()
-        credential = json.loads((root / LOCATOR).read_text())["credential"]
         with _connect(root) as leaving, _connect(root) as staying:
-            leaving.sendall(_request("stop", credential))
+            _ask(leaving, root, ControlCommand.STOP)
             assert _answers(leaving, 1) == [("stop-progress", "cooperative")]
-            staying.sendall(_request("stop", credential))
+            _ask(staying, root, ControlCommand.STOP)
             assert _answers(staying, 1) == [("stop-progress", "terminate")]  # subscribed
             leaving.close()  # with the terminate frame unread: the server's next send fails
             assert _answers(staying) == [("stop-progress", "kill"), ("stopped", None)]
@@ -183,9 +243,8 @@ class TestRobustness:
     ) -> None:
         """A status client that closes before reading its answer does not end the pool."""
         supervisors(root).wait_running()
-        credential = json.loads((root / LOCATOR).read_text())["credential"]
         with _connect(root) as sock:
-            sock.sendall(_request("status", credential))
+            _ask(sock, root, ControlCommand.STATUS)
         assert cli(root, "health").returncode == 0
 
 
@@ -196,14 +255,17 @@ class TestRefusalFlood:
         """2,000 refused connections: a few counted lines per cause; status answers meanwhile."""
         supervisor = supervisors(root, "--log-format", "json")
         supervisor.wait_running()
-        credential = json.loads((root / LOCATOR).read_text())["credential"]
-        flood = {"credential": _request("status", "0" * 64), "malformed": b"garbage\n"}
+
+        def garbage(sock: socket.socket) -> None:
+            sock.sendall(b"garbage\n")
+
+        flood = {"credential": _ask_as_rogue, "malformed": garbage}
 
         def flooding() -> None:
             for _ in range(1000):
-                for payload in flood.values():
+                for refused in flood.values():
                     with _connect(root) as sock:
-                        sock.sendall(payload)
+                        refused(sock)
                         assert sock.recv(4096) == b""
 
         flooder = threading.Thread(target=flooding)
@@ -214,7 +276,7 @@ class TestRefusalFlood:
             while flooder.is_alive():  # real requests, each while the flood runs
                 asked = time.monotonic()
                 with _connect(root) as sock:
-                    sock.sendall(_request("status", credential))
+                    _ask(sock, root, ControlCommand.STATUS)
                     assert _answers(sock, 1) == [("status", None)]
                 answered.append(time.monotonic() - asked)
         finally:
@@ -225,11 +287,11 @@ class TestRefusalFlood:
         assert supervisor.finish() == 0
         assert answered, "the flood ended before a status could be asked"
         assert max(answered) < READ_DEADLINE_S, sorted(answered)[-3:]  # never queued behind it
-        refused = [e for e in supervisor.logs if e["event"] == "control.refused"]
+        refused = _refused(supervisor)
         for cause in flood:
-            lines = [e for e in refused if e["cause"] == cause]
+            lines = [count for found, count in refused if found == cause]
             # Every refusal is counted once (the rest is logged when the server closes)...
-            assert sum(int(str(e["count"])) for e in lines) == 1000, lines
+            assert sum(lines) == 1000, lines
             # ...in at most one line per second of the flood, plus the one at close.
             assert len(lines) <= elapsed / INTERVAL_S + 2, (len(lines), elapsed)
 

@@ -21,9 +21,12 @@ from coretsia.worker_protocol.catalogue import (
     Reason,
 )
 from coretsia.worker_protocol.control import (
+    CONTROL_VERSION,
+    Challenge,
     ControlRequest,
     ErrorResponse,
     HealthResponse,
+    Hello,
     PoolSummary,
     StatusResponse,
     StoppedResponse,
@@ -32,6 +35,7 @@ from coretsia.worker_protocol.control import (
     decode_response,
     encode_request,
     encode_response,
+    open_response,
 )
 from coretsia.worker_protocol.exceptions import (
     LocalProtocolError,
@@ -67,6 +71,8 @@ from coretsia.worker_protocol.worker_channel import (
 
 CRED = "0123456789abcdef" * 4
 TOKEN = "fedcba9876543210" * 4
+NONCE = "00112233445566778899aabbccddeeff" * 2
+MAC = "ffeeddccbbaa99887766554433221100" * 2
 EHASH = "0123456789abcdef" * 2
 SECRET = "sk_live_TOPSECRET_0451"
 
@@ -116,7 +122,9 @@ STATE_CODEC: Codec = (encode_state, decode_state)
 WORKER: Codec = (encode_worker_frame, decode_worker_frame)
 
 FRAMES: list[tuple[Codec, Any]] = [
-    *((REQUEST, ControlRequest(c, CRED)) for c in ControlCommand),
+    (REQUEST, Hello(NONCE)),
+    *((REQUEST, ControlRequest(c)) for c in ControlCommand),
+    (RESPONSE, Challenge(NONCE)),
     (RESPONSE, StatusResponse(SUMMARY)),
     *(
         (RESPONSE, HealthResponse(SUMMARY, healthy=False, reason=r))
@@ -203,13 +211,45 @@ class TestDeterministicBytes:
         assert data == canonical.encode("utf-8") + b"\n"
 
     def test_request_golden_bytes(self) -> None:
-        """A status request encodes to these exact bytes."""
-        data = encode_request(ControlRequest(ControlCommand.STATUS, CRED))
-        assert data == b'{"command":"status","credential":"' + CRED.encode() + b'","version":1}\n'
+        """A sealed status request encodes to these exact bytes; the seal was given the
+        same bytes without the mac."""
+        bodies: list[bytes] = []
+
+        def seal(body: bytes) -> str:
+            bodies.append(body)
+            return MAC
+
+        data = encode_request(ControlRequest(ControlCommand.STATUS), seal)
+        assert bodies == [b'{"command":"status","type":"request","version":2}']
+        assert data == (
+            b'{"command":"status","mac":"' + MAC.encode() + b'","type":"request","version":2}\n'
+        )
 
     def test_stopped_golden_bytes(self) -> None:
         """The terminal stopped answer encodes to these exact bytes."""
-        assert encode_response(StoppedResponse()) == b'{"type":"stopped","version":1}\n'
+        assert encode_response(StoppedResponse()) == b'{"type":"stopped","version":2}\n'
+
+    def test_open_splits_off_the_mac(self) -> None:
+        """open_response gives the frame, the body the sender sealed, and the mac."""
+        data = encode_response(StoppedResponse(), lambda _body: MAC)
+        assert open_response(data) == (StoppedResponse(), b'{"type":"stopped","version":2}', MAC)
+        assert open_response(encode_response(StoppedResponse()))[2] is None
+
+    @pytest.mark.parametrize("mac", ["", MAC.upper(), MAC[:-1], 7])
+    def test_a_malformed_mac(self, mac: object) -> None:
+        """A mac of the wrong shape is refused at $.mac, decoding and encoding."""
+        obj = obj_of(RESPONSE, StoppedResponse())
+        obj["mac"] = mac
+        assert reject(decode_response, obj).path == "$.mac"
+        if isinstance(mac, str):
+            with pytest.raises(LocalProtocolError):
+                encode_response(StoppedResponse(), lambda _body: mac)
+
+    def test_no_mac_outside_the_control_channel(self) -> None:
+        """Other codecs are not sealable: a mac is an unknown key there."""
+        obj = obj_of(WORKER, Ready())
+        obj["mac"] = MAC
+        assert reject(decode_worker_frame, obj).reason is Reason.FRAME_UNKNOWN_KEY
 
     def test_non_ascii_is_written_as_utf8(self) -> None:
         """Non-ASCII text is raw UTF-8, not a \\u escape."""
@@ -294,9 +334,10 @@ WRONG_TYPES: list[tuple[Codec, Any, str, Any]] = [
     (RESPONSE, StopProgress(ShutdownPhase.KILL, 5), "phase", 1),
     (RESPONSE, ErrorResponse(Reason.NOT_RUNNING), "code", 3),
     (RESPONSE, ErrorResponse(Reason.NOT_RUNNING), "reason", 1),
-    (REQUEST, ControlRequest(ControlCommand.STATUS, CRED), "credential", 1),
-    (REQUEST, ControlRequest(ControlCommand.STATUS, CRED), "command", 1),
-    (REQUEST, ControlRequest(ControlCommand.STATUS, CRED), "command", None),
+    (REQUEST, Hello(NONCE), "client_nonce", 1),
+    (RESPONSE, Challenge(NONCE), "server_nonce", None),
+    (REQUEST, ControlRequest(ControlCommand.STATUS), "command", 1),
+    (REQUEST, ControlRequest(ControlCommand.STATUS), "command", None),
     (LOCATOR, UNIX_LOCATOR, "path", 1),
     (LOCATOR, UNIX_LOCATOR, "stop_timeout_ms", "10000"),
     (LOCATOR, UNIX_LOCATOR, "force_kill_timeout_ms", 1000.0),
@@ -351,9 +392,9 @@ class TestWrongType:
 class TestVersion:
     @pytest.mark.parametrize(("codec", "frame"), FRAMES, ids=FRAME_IDS)
     def test_other_version_is_unsupported(self, codec: Codec, frame: Any) -> None:
-        """Version 2 is worker-frame-unsupported-version."""
+        """The next version is worker-frame-unsupported-version."""
         obj = obj_of(codec, frame)
-        obj["version"] = 2
+        obj["version"] += 1
         error = reject(codec[1], obj)
         assert error.reason is Reason.FRAME_UNSUPPORTED_VERSION
         assert error.path == "$.version"
@@ -362,8 +403,8 @@ class TestVersion:
     def test_version_is_checked_before_keys(self, codec: Codec, frame: Any) -> None:
         """A newer frame with new keys says "unsupported version", not "unknown key"."""
         obj = obj_of(codec, frame)
-        obj["version"] = 2
-        obj["added_in_v2"] = True
+        obj["version"] += 1
+        obj["added_in_next"] = True
         obj.pop("type", None)
         assert reject(codec[1], obj).reason is Reason.FRAME_UNSUPPORTED_VERSION
 
@@ -375,34 +416,46 @@ class TestVersion:
             assert reject(codec[1], obj).reason is Reason.FRAME_UNSUPPORTED_VERSION
 
 
+TAGGED: list[tuple[Callable[[bytes], Any], int]] = [
+    (decode_response, CONTROL_VERSION),
+    (decode_request, CONTROL_VERSION),
+    (decode_worker_frame, 1),
+]
+"""The tagged decoders, each with the version it speaks."""
+TAGGED_IDS = ["response", "request", "worker"]
+
+
 class TestTypeTag:
-    @pytest.mark.parametrize("decoder", [decode_response, decode_worker_frame])
-    def test_unknown_type_tag(self, decoder: Callable[[bytes], Any]) -> None:
+    @pytest.mark.parametrize(("decoder", "version"), TAGGED, ids=TAGGED_IDS)
+    def test_unknown_type_tag(self, decoder: Callable[[bytes], Any], version: int) -> None:
         """An unknown ``type`` is worker-frame-unknown-type."""
-        error = reject(decoder, {"version": 1, "type": "start"})
+        error = reject(decoder, {"version": version, "type": "start"})
         assert error.reason is Reason.FRAME_UNKNOWN_TYPE
         assert error.path == "$.type"
 
-    @pytest.mark.parametrize("decoder", [decode_response, decode_worker_frame])
-    def test_unknown_type_tag_is_not_echoed(self, decoder: Callable[[bytes], Any]) -> None:
+    @pytest.mark.parametrize(("decoder", "version"), TAGGED, ids=TAGGED_IDS)
+    def test_unknown_type_tag_is_not_echoed(
+        self, decoder: Callable[[bytes], Any], version: int
+    ) -> None:
         """The unknown tag's text appears nowhere in the error."""
-        assert not echoes(reject(decoder, {"version": 1, "type": SECRET}), SECRET)
+        assert not echoes(reject(decoder, {"version": version, "type": SECRET}), SECRET)
 
-    @pytest.mark.parametrize("decoder", [decode_response, decode_worker_frame])
-    def test_non_string_type_tag(self, decoder: Callable[[bytes], Any]) -> None:
+    @pytest.mark.parametrize(("decoder", "version"), TAGGED, ids=TAGGED_IDS)
+    def test_non_string_type_tag(self, decoder: Callable[[bytes], Any], version: int) -> None:
         """A ``type`` that is not a string is worker-frame-wrong-type."""
-        assert reject(decoder, {"version": 1, "type": 7}).reason is Reason.FRAME_WRONG_TYPE
+        error = reject(decoder, {"version": version, "type": 7})
+        assert error.reason is Reason.FRAME_WRONG_TYPE
 
-    @pytest.mark.parametrize("decoder", [decode_response, decode_worker_frame])
-    def test_missing_type_tag(self, decoder: Callable[[bytes], Any]) -> None:
+    @pytest.mark.parametrize(("decoder", "version"), TAGGED, ids=TAGGED_IDS)
+    def test_missing_type_tag(self, decoder: Callable[[bytes], Any], version: int) -> None:
         """A frame without ``type`` is worker-frame-missing-key at $.type."""
-        error = reject(decoder, {"version": 1})
+        error = reject(decoder, {"version": version})
         assert error.reason is Reason.FRAME_MISSING_KEY
         assert error.path == "$.type"
 
     def test_start_is_not_a_command(self) -> None:
         """The control vocabulary has no ``start``."""
-        obj = obj_of(REQUEST, ControlRequest(ControlCommand.STOP, CRED))
+        obj = obj_of(REQUEST, ControlRequest(ControlCommand.STOP))
         obj["command"] = "start"
         assert reject(decode_request, obj).reason is Reason.FRAME_INVALID_VALUE
 
@@ -545,21 +598,21 @@ class TestInvalidValues:
         assert error.path == "$.ready_worker_count"
 
     @pytest.mark.parametrize(
-        "credential",
-        [CRED.upper(), CRED[:-1], CRED + "0", "g" * 64, "", " " + CRED[1:], SECRET],
+        "nonce",
+        [NONCE.upper(), NONCE[:-1], NONCE + "0", "g" * 64, "", " " + NONCE[1:], SECRET],
     )
-    def test_credential_must_be_64_lowercase_hex(self, credential: str) -> None:
-        """A credential that is not 64 lowercase hex characters is invalid."""
-        obj = obj_of(REQUEST, ControlRequest(ControlCommand.STATUS, CRED))
-        obj["credential"] = credential
+    def test_nonce_must_be_64_lowercase_hex(self, nonce: str) -> None:
+        """A nonce that is not 64 lowercase hex characters is invalid."""
+        obj = obj_of(REQUEST, Hello(NONCE))
+        obj["client_nonce"] = nonce
         error = reject(decode_request, obj)
         assert error.reason is Reason.FRAME_INVALID_VALUE
-        assert error.path == "$.credential"
+        assert error.path == "$.client_nonce"
 
-    def test_bad_credential_is_not_echoed(self) -> None:
-        """A wrong credential's text appears nowhere in the error."""
-        obj = obj_of(REQUEST, ControlRequest(ControlCommand.STATUS, CRED))
-        obj["credential"] = SECRET
+    def test_bad_nonce_is_not_echoed(self) -> None:
+        """A wrong nonce's text appears nowhere in the error."""
+        obj = obj_of(REQUEST, Hello(NONCE))
+        obj["client_nonce"] = SECRET
         assert not echoes(reject(decode_request, obj), SECRET)
 
     def test_locator_credential_must_be_hex(self) -> None:
@@ -680,18 +733,11 @@ def _summary(**changes: Any) -> PoolSummary:
 
 
 class TestEncodingInvalidFrames:
-    @pytest.mark.parametrize(
-        "request_",
-        [
-            ControlRequest(ControlCommand.STATUS, CRED.upper()),
-            ControlRequest(ControlCommand.STATUS, ""),
-            ControlRequest(ControlCommand.STATUS, SECRET),
-        ],
-    )
-    def test_bad_request_credential(self, request_: ControlRequest) -> None:
-        """Encoding a request with a malformed credential is LocalProtocolError."""
+    @pytest.mark.parametrize("hello", [Hello(NONCE.upper()), Hello(""), Hello(SECRET)])
+    def test_bad_hello_nonce(self, hello: Hello) -> None:
+        """Encoding a hello with a malformed nonce is LocalProtocolError."""
         with pytest.raises(LocalProtocolError) as info:
-            encode_request(request_)
+            encode_request(hello)
         assert not echoes(info.value, SECRET)
 
     @pytest.mark.parametrize(
@@ -798,9 +844,9 @@ class TestErrorTypeName:
 
 
 class TestReprRedaction:
-    def test_request_repr_hides_credential(self) -> None:
-        """A ControlRequest's repr never shows its credential."""
-        assert CRED not in repr(ControlRequest(ControlCommand.STOP, CRED))
+    def test_request_carries_no_credential(self) -> None:
+        """A ControlRequest has nothing secret to hide: its command is all it holds."""
+        assert ControlRequest.__match_args__ == ("command",)
 
     def test_locator_repr_hides_credential(self) -> None:
         """A Locator's repr never shows its credential."""

@@ -1,7 +1,9 @@
 """The control conversation, both ends, without sockets: every legal path, every illegal one.
 
 Like h11's ``ConnectionPair``, a :class:`Pair` wires a client and a server conversation in
-memory, so a test reads as the exchange it checks.
+memory, so a test reads as the exchange it checks. The handshake's attacks (a wrong MAC on
+either side, replays, reflection, substitution, truncation) are in
+``test_protocol_control_handshake.py``.
 """
 
 from __future__ import annotations
@@ -9,26 +11,32 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from conversation_pairs import (
+    ADDRESS,
+    ANSWERS,
+    CREDENTIAL,
+    ERROR,
+    EVERY_RESPONSE,
+    PROGRESS,
+    STATUS,
+    STOPPED,
+    Pair,
+    forged,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coretsia.worker_protocol.catalogue import HealthReason, Reason
+from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.control import (
+    Challenge,
     ControlRequest,
     ControlResponse,
-    ErrorResponse,
-    HealthResponse,
-    PoolSummary,
-    StatusResponse,
-    StoppedResponse,
-    StopProgress,
+    Hello,
     encode_request,
-    encode_response,
 )
 from coretsia.worker_protocol.control_conversation import (
     ClientConversation,
     ControlState,
-    CredentialRefusedError,
     ServerConversation,
 )
 from coretsia.worker_protocol.exceptions import (
@@ -37,58 +45,40 @@ from coretsia.worker_protocol.exceptions import (
     RemoteProtocolError,
 )
 from coretsia.worker_protocol.framing import MAX_FRAME_BYTES, Need
-from coretsia.worker_protocol.vocabulary import (
-    ControlCommand,
-    Driver,
-    PoolStatus,
-    ShutdownPhase,
-    Transport,
-)
-
-CREDENTIAL = "c" * 64
-SUMMARY = PoolSummary(PoolStatus.RUNNING, 1, 2, 2, Driver.FORK, Transport.UNIX, "0" * 32)
-STATUS = StatusResponse(SUMMARY)
-HEALTH = HealthResponse(SUMMARY, healthy=True, reason=HealthReason.HEALTHY)
-PROGRESS = StopProgress(ShutdownPhase.COOPERATIVE, 1000)
-STOPPED = StoppedResponse()
-ERROR = ErrorResponse(Reason.SHUTDOWN_FAILED)
-ANSWERS: dict[ControlCommand, ControlResponse] = {
-    ControlCommand.STATUS: STATUS,
-    ControlCommand.HEALTH: HEALTH,
-    ControlCommand.STOP: STOPPED,
-}
-EVERY_RESPONSE: tuple[ControlResponse, ...] = (STATUS, HEALTH, PROGRESS, STOPPED, ERROR)
+from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
 
 
 def legal_terminals(command: ControlCommand) -> set[ControlResponse]:
     return {ANSWERS[command], ERROR}
 
 
-class Pair:
-    """A client and a server conversation joined in memory."""
-
-    def __init__(self, credential: str = CREDENTIAL) -> None:
-        self.client = ClientConversation()
-        self.server = ServerConversation(CREDENTIAL)
-        self.credential = credential
-
-    def ask(self, command: ControlCommand) -> ControlRequest | Need:
-        """The client sends its request; what the server makes of it."""
-        self.server.receive_data(self.client.send(ControlRequest(command, self.credential)))
-        return self.server.next_event()
-
-    def answer(self, response: ControlResponse) -> ControlResponse | Need:
-        """The server sends an answer; what the client makes of it."""
-        self.client.receive_data(self.server.send(response))
-        return self.client.next_event()
-
-
 class TestLegalConversations:
+    def test_handshake_states(self) -> None:
+        """hello, then the challenge: both ends stand at REQUEST, the server proven."""
+        pair = Pair()
+        states = [(pair.client.state, pair.server.state)]
+        pair.server.receive_data(pair.client.hello())
+        states.append((pair.client.state, pair.server.state))
+        assert isinstance(pair.server.next_event(), Hello)
+        states.append((pair.client.state, pair.server.state))
+        pair.client.receive_data(pair.server.challenge())
+        states.append((pair.client.state, pair.server.state))
+        assert isinstance(pair.client.next_event(), Challenge)
+        states.append((pair.client.state, pair.server.state))
+        hello, challenge, request = ControlState.HELLO, ControlState.CHALLENGE, ControlState.REQUEST
+        assert states == [
+            (hello, hello),
+            (challenge, hello),
+            (challenge, challenge),
+            (challenge, request),
+            (request, request),
+        ]
+
     @pytest.mark.parametrize("command", [ControlCommand.STATUS, ControlCommand.HEALTH])
     def test_status_and_health_get_one_answer(self, command: ControlCommand) -> None:
         """status and health: one request, one answer, then both ends are done."""
         pair = Pair()
-        assert pair.ask(command) == ControlRequest(command, CREDENTIAL)
+        assert pair.ask(command) == ControlRequest(command)
         assert pair.server.state is ControlState.ANSWER
         assert pair.answer(ANSWERS[command]) == ANSWERS[command]
         assert pair.client.state is pair.server.state is ControlState.DONE
@@ -123,53 +113,35 @@ class TestLegalConversations:
 
     def test_answer_split_into_bytes(self) -> None:
         """An answer arriving one byte at a time is reassembled, asking for data between."""
-        client = ClientConversation()
-        client.send(ControlRequest(ControlCommand.STATUS, CREDENTIAL))
-        for byte in encode_response(STATUS):
-            assert client.next_event() is Need.DATA
-            client.receive_data(bytes([byte]))
-        assert client.next_event() == STATUS
+        pair = Pair()
+        pair.ask(ControlCommand.STATUS)
+        for byte in pair.server.send(STATUS):
+            assert pair.client.next_event() is Need.DATA
+            pair.client.receive_data(bytes([byte]))
+        assert pair.client.next_event() == STATUS
 
 
 class TestRefusal:
-    def test_wrong_credential_is_refused(self) -> None:
-        """A request with another credential raises, names the field, never the value."""
-        pair = Pair(credential="d" * 64)
-        with pytest.raises(CredentialRefusedError) as info:
-            pair.ask(ControlCommand.STATUS)
-        assert isinstance(info.value, RemoteProtocolError)
-        assert info.value.path == "$.credential"
-        assert "d" * 64 not in str(info.value) + repr(info.value)
-        assert pair.server.state is ControlState.ERROR
-
-    def test_refused_server_cannot_answer(self) -> None:
-        """Silence after a refusal is the rule: the server end refuses to send."""
-        pair = Pair(credential="d" * 64)
-        with pytest.raises(CredentialRefusedError):
-            pair.ask(ControlCommand.STATUS)
-        with pytest.raises(LocalProtocolError):
-            pair.server.send(STATUS)
-
     def test_client_sees_silence_as_a_close_before_the_answer(self) -> None:
-        """A close before the terminal answer is CLOSED with the state not DONE."""
-        client = ClientConversation()
-        client.send(ControlRequest(ControlCommand.STATUS, CREDENTIAL))
+        """A close before the challenge (a refusal, a version 1 server) is CLOSED, not DONE."""
+        client = ClientConversation(CREDENTIAL, Transport.UNIX, ADDRESS)
+        client.hello()
         client.receive_data(b"")
         assert client.next_event() is Need.CLOSED
         assert client.state is ControlState.CLOSED
 
-    def test_close_before_a_request(self) -> None:
-        """A client that closes without a request leaves the server CLOSED."""
-        server = ServerConversation(CREDENTIAL)
+    def test_close_before_a_hello(self) -> None:
+        """A client that closes without a word leaves the server CLOSED."""
+        server = ServerConversation(CREDENTIAL, Transport.UNIX, ADDRESS)
         server.receive_data(b"")
         assert server.next_event() is Need.CLOSED
 
     @pytest.mark.parametrize(
-        "line", [b"\n", b"{}\n", b"not json\n", b'{"type":"status","version":1}\n']
+        "line", [b"\n", b"{}\n", b"not json\n", b'{"type":"hello","version":2}\n']
     )
     def test_garbage_is_a_remote_error(self, line: bytes) -> None:
-        """A request that does not decode is a RemoteProtocolError, and the end is over."""
-        server = ServerConversation(CREDENTIAL)
+        """A frame that does not decode is a RemoteProtocolError, and the end is over."""
+        server = ServerConversation(CREDENTIAL, Transport.UNIX, ADDRESS)
         server.receive_data(line)
         with pytest.raises(RemoteProtocolError):
             server.next_event()
@@ -177,9 +149,9 @@ class TestRefusal:
         with pytest.raises(LocalProtocolError):
             server.next_event()
 
-    def test_oversized_request(self) -> None:
-        """A request line past the limit is refused before it ends."""
-        server = ServerConversation(CREDENTIAL)
+    def test_oversized_hello(self) -> None:
+        """A line past the limit is refused before it ends."""
+        server = ServerConversation(CREDENTIAL, Transport.UNIX, ADDRESS)
         server.receive_data(b"x" * (MAX_FRAME_BYTES + 1))
         with pytest.raises(RemoteProtocolError) as info:
             server.next_event()
@@ -208,7 +180,7 @@ class TestIllegalTransitions:
         _unexpected(local.value)
         client = Pair()
         client.ask(command)
-        client.client.receive_data(encode_response(response))
+        client.client.receive_data(forged(response))
         with pytest.raises(RemoteProtocolError) as remote:
             client.client.next_event()
         _unexpected(remote.value)
@@ -225,43 +197,98 @@ class TestIllegalTransitions:
         pair.answer(ANSWERS[command])
         with pytest.raises(LocalProtocolError):
             pair.server.send(response)
-        pair.client.receive_data(encode_response(response))
+        pair.client.receive_data(forged(response))
         with pytest.raises(RemoteProtocolError):
             pair.client.next_event()
 
+    @pytest.mark.parametrize(
+        "frame", [Challenge("1" * 64), *EVERY_RESPONSE], ids=lambda r: type(r).__name__
+    )
+    def test_no_server_frame_before_the_hello(self, frame: Challenge | ControlResponse) -> None:
+        """Nothing from the server before the client's hello, on either end."""
+        server = ServerConversation(CREDENTIAL, Transport.UNIX, ADDRESS)
+        with pytest.raises(LocalProtocolError) as local:
+            server.challenge() if isinstance(frame, Challenge) else server.send(frame)
+        _unexpected(local.value)
+        client = ClientConversation(CREDENTIAL, Transport.UNIX, ADDRESS)
+        client.receive_data(forged(frame))
+        with pytest.raises(RemoteProtocolError) as remote:
+            client.next_event()
+        _unexpected(remote.value)
+
     @pytest.mark.parametrize("response", EVERY_RESPONSE, ids=lambda r: type(r).__name__)
     def test_no_answer_before_the_request(self, response: ControlResponse) -> None:
-        """An answer before any request is unexpected on both ends."""
+        """After the handshake, still no answer before the request, on either end."""
+        pair = Pair()
+        pair.handshake()
         with pytest.raises(LocalProtocolError):
-            ServerConversation(CREDENTIAL).send(response)
-        client = ClientConversation()
-        client.receive_data(encode_response(response))
-        with pytest.raises(RemoteProtocolError):
-            client.next_event()
+            pair.server.send(response)
+        pair = Pair()
+        pair.handshake()
+        pair.client.receive_data(forged(response))
+        with pytest.raises(RemoteProtocolError) as remote:
+            pair.client.next_event()
+        _unexpected(remote.value)
+
+    def test_no_request_before_the_server_proved_itself(self) -> None:
+        """The client refuses to send its command before the challenge was checked, and
+        the server refuses a request that comes before its challenge."""
+        client = ClientConversation(CREDENTIAL, Transport.UNIX, ADDRESS)
+        with pytest.raises(LocalProtocolError):
+            client.send(ControlRequest(ControlCommand.STATUS))
+        client = ClientConversation(CREDENTIAL, Transport.UNIX, ADDRESS)
+        client.hello()
+        with pytest.raises(LocalProtocolError):
+            client.send(ControlRequest(ControlCommand.STATUS))
+        request = forged(ControlRequest(ControlCommand.STATUS), encode_request)
+        for hello_first in (False, True):
+            server = ServerConversation(CREDENTIAL, Transport.UNIX, ADDRESS)
+            if hello_first:  # a hello, but no challenge sent yet: the request is early
+                server.receive_data(encode_request(Hello("2" * 64)))
+                assert isinstance(server.next_event(), Hello)
+            server.receive_data(request)
+            with pytest.raises(RemoteProtocolError) as info:
+                server.next_event()
+            _unexpected(info.value)
+
+    def test_one_hello_and_one_challenge(self) -> None:
+        """A second hello or challenge is refused by the sender's end and the receiver's."""
+        pair = Pair()
+        pair.handshake()
+        with pytest.raises(LocalProtocolError):
+            pair.client.hello()
+        with pytest.raises(LocalProtocolError):
+            pair.server.challenge()
+        pair = Pair()
+        pair.handshake()
+        pair.server.receive_data(encode_request(Hello("2" * 64)))
+        with pytest.raises(RemoteProtocolError) as info:
+            pair.server.next_event()
+        _unexpected(info.value)
 
     def test_one_request_per_connection(self) -> None:
         """A second request is refused by the client end and by the server end."""
         pair = Pair()
         pair.ask(ControlCommand.STATUS)
-        request = ControlRequest(ControlCommand.STATUS, CREDENTIAL)
+        request = ControlRequest(ControlCommand.STATUS)
         with pytest.raises(LocalProtocolError):
             pair.client.send(request)
-        pair.server.receive_data(encode_request(request))
+        pair.server.receive_data(forged(request, encode_request))
         with pytest.raises(RemoteProtocolError) as info:
             pair.server.next_event()
         _unexpected(info.value)
 
     def test_broken_client_stays_broken(self) -> None:
         """After a violation, every use of the client end raises."""
-        client = ClientConversation()
-        client.send(ControlRequest(ControlCommand.STATUS, CREDENTIAL))
-        client.receive_data(encode_response(STOPPED))
+        pair = Pair()
+        pair.ask(ControlCommand.STATUS)
+        pair.client.receive_data(forged(STOPPED))
         with pytest.raises(RemoteProtocolError):
-            client.next_event()
+            pair.client.next_event()
         with pytest.raises(LocalProtocolError):
-            client.next_event()
+            pair.client.next_event()
         with pytest.raises(LocalProtocolError):
-            client.send(ControlRequest(ControlCommand.STATUS, CREDENTIAL))
+            pair.client.send(ControlRequest(ControlCommand.STATUS))
 
 
 # -- properties ------------------------------------------------------------------------
@@ -281,11 +308,10 @@ def test_both_ends_apply_the_same_rules(
     pair = Pair()
     pair.ask(command)
     for response in answers:
-        data = encode_response(response)
         try:
-            pair.server.send(response)
+            data = pair.server.send(response)
         except LocalProtocolError:
-            pair.client.receive_data(data)
+            pair.client.receive_data(forged(response))
             with pytest.raises(RemoteProtocolError):
                 pair.client.next_event()
             return
@@ -303,8 +329,9 @@ def test_arbitrary_bytes_never_crash_the_client(
     command: ControlCommand, chunks: list[bytes]
 ) -> None:
     """Any bytes: answers, Need, or a ProtocolError; never another exception."""
-    client = ClientConversation()
-    client.send(ControlRequest(command, CREDENTIAL))
+    pair = Pair()
+    pair.ask(command)
+    client = pair.client
     try:
         for chunk in [*chunks, b""]:
             client.receive_data(chunk)
@@ -317,8 +344,8 @@ def test_arbitrary_bytes_never_crash_the_client(
 @FUZZ
 @given(chunks=st.lists(st.binary(min_size=1, max_size=64), max_size=12))
 def test_arbitrary_bytes_never_crash_the_server(chunks: list[bytes]) -> None:
-    """Any bytes: a request, Need, or a ProtocolError; never another exception."""
-    server = ServerConversation(CREDENTIAL)
+    """Any bytes: a frame, Need, or a ProtocolError; never another exception."""
+    server = ServerConversation(CREDENTIAL, Transport.UNIX, ADDRESS)
     try:
         for chunk in [*chunks, b""]:
             server.receive_data(chunk)
@@ -335,12 +362,13 @@ def test_arbitrary_bytes_never_crash_the_server(chunks: list[bytes]) -> None:
 )
 def test_request_chunking_does_not_matter(command: ControlCommand, cuts: list[int]) -> None:
     """The request is the same however the stream is cut."""
-    data = encode_request(ControlRequest(command, CREDENTIAL))
-    server = ServerConversation(CREDENTIAL)
+    pair = Pair()
+    pair.handshake()
+    data = pair.client.send(ControlRequest(command))
     bounds = sorted({0, len(data), *(c % (len(data) + 1) for c in cuts)})
-    event: ControlRequest | Need = Need.DATA
+    event: Hello | ControlRequest | Need = Need.DATA
     for start, end in itertools.pairwise(bounds):
         assert event is Need.DATA
-        server.receive_data(data[start:end])
-        event = server.next_event()
-    assert event == ControlRequest(command, CREDENTIAL)
+        pair.server.receive_data(data[start:end])
+        event = pair.server.next_event()
+    assert event == ControlRequest(command)

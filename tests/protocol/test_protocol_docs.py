@@ -1,11 +1,15 @@
 """docs/protocol.md stays true: every example decodes, and the catalogue table is exact.
 
 Examples are fenced ``json`` blocks right after an HTML comment naming the decoder, e.g.
-``<!-- example: decode_request -->``.
+``<!-- example: decode_locator -->``. Whole control conversations are blocks after
+``<!-- conversation: <transport> <address> -->``, one frame per line: each is replayed
+with Coretsia's own conversations (the nonces the doc shows), which must send exactly
+the doc's bytes, so the MACs in the doc are test vectors.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -21,16 +25,22 @@ from coretsia.worker_protocol.catalogue import (
     Reason,
 )
 from coretsia.worker_protocol.control import (
+    Challenge,
     ControlRequest,
+    ControlResponse,
     ErrorResponse,
     HealthResponse,
+    Hello,
     StatusResponse,
     StoppedResponse,
     StopProgress,
     decode_request,
     decode_response,
-    encode_request,
-    encode_response,
+)
+from coretsia.worker_protocol.control_conversation import (
+    ClientConversation,
+    ControlState,
+    ServerConversation,
 )
 from coretsia.worker_protocol.exit_codes import ExitCode
 from coretsia.worker_protocol.locator import decode_locator, encode_locator
@@ -41,13 +51,16 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 TEXT = DOC.read_text(encoding="utf-8")
 
 CODECS: dict[str, tuple[Callable[[bytes], Any], Callable[[Any], bytes]]] = {
-    "decode_request": (decode_request, encode_request),
-    "decode_response": (decode_response, encode_response),
     "decode_locator": (decode_locator, encode_locator),
     "decode_state": (decode_state, encode_state),
 }
 EXAMPLE = re.compile(r"<!-- example: (\w+) -->\n```json\n(.*?)\n```", re.DOTALL)
 EXAMPLES = EXAMPLE.findall(TEXT)
+CONVERSATION = re.compile(r"<!-- conversation: (\w+) (\S+) -->\n```json\n(.*?)\n```", re.DOTALL)
+CONVERSATIONS = CONVERSATION.findall(TEXT)
+CREDENTIAL = json.loads(next(body for name, body in EXAMPLES if name == "decode_locator"))[
+    "credential"
+]
 
 
 def decoded(name: str) -> list[Any]:
@@ -56,14 +69,27 @@ def decoded(name: str) -> list[Any]:
     return [decode(body.encode()) for found, body in EXAMPLES if found == name]
 
 
+def frames(kind: type) -> list[Any]:
+    """Every frame of ``kind`` in the doc's conversations."""
+    found = []
+    for _transport, _address, body in CONVERSATIONS:
+        for index, line in enumerate(body.splitlines()):
+            decode = decode_request if index in (0, 2) else decode_response
+            frame = decode(line.encode())
+            if isinstance(frame, kind):
+                found.append(frame)
+    return found
+
+
 class TestExamples:
     def test_examples_are_found(self) -> None:
-        """The doc holds the marked examples this test checks."""
-        assert len(EXAMPLES) >= 11
+        """The doc holds the marked examples and conversations this test checks."""
+        assert len(EXAMPLES) >= 3
+        assert len(CONVERSATIONS) >= 3
 
     def test_every_json_block_is_marked(self) -> None:
         """No ``json`` block escapes the check by lacking its marker comment."""
-        assert TEXT.count("```json") == len(EXAMPLES)
+        assert TEXT.count("```json") == len(EXAMPLES) + len(CONVERSATIONS)
 
     @pytest.mark.parametrize(("name", "body"), EXAMPLES)
     def test_names_a_public_decoder(self, name: str, body: str) -> None:
@@ -81,15 +107,40 @@ class TestExamples:
         decode, encode = CODECS[name]
         assert encode(decode(body.encode())) == body.encode() + b"\n"
 
+    @pytest.mark.parametrize(("transport", "address", "body"), CONVERSATIONS)
+    def test_conversation_is_what_coretsia_sends(
+        self, transport: str, address: str, body: str
+    ) -> None:
+        """Both ends, given the doc's nonces, send exactly the doc's lines, MACs included."""
+        lines = [line.encode() + b"\n" for line in body.splitlines()]
+        hello, challenge, request = (json.loads(line) for line in lines[:3])
+        ends = (CREDENTIAL, Transport(transport), address)
+        client = ClientConversation(*ends, nonce=hello["client_nonce"])
+        server = ServerConversation(*ends, nonce=challenge["server_nonce"])
+        sent = [client.hello()]
+        server.receive_data(sent[-1])
+        assert isinstance(server.next_event(), Hello)
+        sent.append(server.challenge())
+        client.receive_data(sent[-1])
+        assert isinstance(client.next_event(), Challenge)
+        sent.append(client.send(ControlRequest(ControlCommand(request["command"]))))
+        server.receive_data(sent[-1])
+        assert isinstance(server.next_event(), ControlRequest)
+        for line in lines[3:]:
+            answer: ControlResponse = decode_response(line)  # type: ignore[assignment]
+            sent.append(server.send(answer))
+            client.receive_data(sent[-1])
+            assert client.next_event() == answer
+        assert sent == lines
+        assert client.state is ControlState.DONE
+
     def test_one_request_per_command(self) -> None:
-        """There is a request example for every control command."""
-        requests = decoded("decode_request")
-        assert all(isinstance(r, ControlRequest) for r in requests)
-        assert {r.command for r in requests} == set(ControlCommand)
+        """There is a conversation for every control command."""
+        assert {r.command for r in frames(ControlRequest)} == set(ControlCommand)
 
     def test_every_answer_type(self) -> None:
-        """There is an answer example of every type."""
-        kinds = {type(r) for r in decoded("decode_response")}
+        """There is an answer of every type."""
+        kinds = {type(r) for r in frames(object)} - {Hello, Challenge, ControlRequest}
         assert kinds == {
             StatusResponse,
             HealthResponse,
@@ -98,9 +149,10 @@ class TestExamples:
             ErrorResponse,
         }
 
-    def test_both_locator_transports(self) -> None:
-        """There is a locator example for each transport."""
+    def test_both_transports(self) -> None:
+        """There is a locator example and a conversation for each transport."""
         assert {loc.transport for loc in decoded("decode_locator")} == set(Transport)
+        assert {Transport(t) for t, _a, _b in CONVERSATIONS} == set(Transport)
 
     def test_a_state_file(self) -> None:
         """There is a state file example."""

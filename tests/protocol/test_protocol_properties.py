@@ -17,9 +17,11 @@ from hypothesis import strategies as st
 
 from coretsia.worker_protocol.catalogue import REASON_CODES, ErrorCode, HealthReason, Reason
 from coretsia.worker_protocol.control import (
+    Challenge,
     ControlRequest,
     ErrorResponse,
     HealthResponse,
+    Hello,
     PoolSummary,
     StatusResponse,
     StoppedResponse,
@@ -79,7 +81,10 @@ safe_paths = (
     .filter(lambda s: len(s) <= MAX_PATH_CHARS)
 )
 
-requests = st.builds(ControlRequest, command=st.sampled_from(ControlCommand), credential=hex64)
+requests = st.one_of(
+    st.builds(ControlRequest, command=st.sampled_from(ControlCommand)),
+    st.builds(Hello, client_nonce=hex64),
+)
 
 
 @st.composite
@@ -98,6 +103,7 @@ def summaries(draw: st.DrawFn, min_workers: int = 1) -> PoolSummary:
 
 
 responses = st.one_of(
+    st.builds(Challenge, server_nonce=hex64),
     st.builds(StatusResponse, summaries()),
     st.builds(
         lambda summary, reason: HealthResponse(
@@ -241,6 +247,7 @@ KNOWN_KEYS = [
     "attempt",
     "budget_ms",
     "clean",
+    "client_nonce",
     "code",
     "command",
     "control_transport",
@@ -254,6 +261,7 @@ KNOWN_KEYS = [
     "force_kill_timeout_ms",
     "healthy",
     "host",
+    "mac",
     "path",
     "peer_version",
     "phase",
@@ -263,6 +271,7 @@ KNOWN_KEYS = [
     "ready_worker_count",
     "reason",
     "retried",
+    "server_nonce",
     "signal",
     "slot",
     "status",
@@ -275,6 +284,8 @@ KNOWN_KEYS = [
     "worker_count",
 ]
 KNOWN_TAGS = [
+    "challenge",
+    "request",
     "status",
     "health",
     "stop-progress",

@@ -15,22 +15,27 @@ from pathlib import Path
 
 import pytest
 import trio
+from conversation_pairs import forged
 from telemetry_memory import Pipeline
 
 from coretsia.supervisor.control_server import ControlServer
 from coretsia.supervisor.pool import Pool, Slot
 from coretsia.supervisor.telemetry import Telemetry
 from coretsia.worker_protocol.control import (
+    Challenge,
     ControlRequest,
     ControlResponse,
     StatusResponse,
     encode_request,
 )
+from coretsia.worker_protocol.control_conversation import ClientConversation
+from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.vocabulary import ControlCommand, Driver, Transport
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="UNIX control socket")
 
 CREDENTIAL = secrets.token_hex(32)
+ADDRESS = "ctl.sock"
 WAIT = 10
 
 
@@ -57,29 +62,43 @@ class Handler:
         raise AssertionError("not used here")
 
 
+async def _handshake(sock: trio.socket.SocketType) -> ClientConversation:
+    """Say hello and check the server's proof; the conversation is then ready to ask."""
+    conversation = ClientConversation(CREDENTIAL, Transport.UNIX, ADDRESS)
+    await sock.send(conversation.hello())
+    while not isinstance(event := conversation.next_event(), Challenge):
+        assert event is Need.DATA
+        conversation.receive_data(await sock.recv(4096))
+    return conversation
+
+
 async def _ask(
-    server: ControlServer, path: Path, command: ControlCommand, *, credential: str = CREDENTIAL
+    server: ControlServer, path: Path, command: ControlCommand, *, forge: bool = False
 ) -> bytes:
-    """Send one request; return the answer (up to EOF)."""
-    handler_done = server.wait_idle
+    """Send one request (sealed by a forger's MAC if ``forge``); return the answer (up to
+    EOF)."""
     sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with sock:
         await sock.connect(str(path))
-        await sock.send(encode_request(ControlRequest(command, credential)))
+        conversation = await _handshake(sock)
+        request = ControlRequest(command)
+        await sock.send(forged(request, encode_request) if forge else conversation.send(request))
         answer = b""
         while chunk := await sock.recv(4096):
             answer += chunk
-    await handler_done(WAIT)
+    await server.wait_idle(WAIT)
     return answer
 
 
 async def _ask_without_reading(server: ControlServer, handler: Handler, path: Path) -> None:
-    """Ask for ``status`` after shutting down our reading side; wait for the session to end."""
+    """Ask for ``status`` after shutting down our reading side (once the handshake is
+    done); wait for the session to end."""
     sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with sock:
         await sock.connect(str(path))
+        conversation = await _handshake(sock)
         sock.shutdown(socket.SHUT_RD)
-        await sock.send(encode_request(ControlRequest(ControlCommand.STATUS, CREDENTIAL)))
+        await sock.send(conversation.send(ControlRequest(ControlCommand.STATUS)))
         await handler.answered.wait()
         await server.wait_idle(WAIT)
 
@@ -91,7 +110,7 @@ async def test_answers_are_status_success_and_a_vanished_client_status_failure(
     tracer_provider, meter_provider, recorded = pipeline
     telemetry = Telemetry(tracer_provider.get_tracer("t"), meter_provider.get_meter("t"))
     path = tmp_path / "ctl.sock"
-    server = await ControlServer.open_unix(path)
+    server = await ControlServer.open_unix(path, ADDRESS)
     handler = Handler()
     try:
         with trio.fail_after(WAIT):
@@ -99,7 +118,7 @@ async def test_answers_are_status_success_and_a_vanished_client_status_failure(
                 nursery.start_soon(server.serve, CREDENTIAL, handler, telemetry)
                 assert await _ask(server, path, ControlCommand.STATUS)
                 assert await _ask(server, path, ControlCommand.HEALTH)
-                refused = await _ask(server, path, ControlCommand.STATUS, credential="0" * 64)
+                refused = await _ask(server, path, ControlCommand.STATUS, forge=True)
                 assert refused == b""  # refused silently, and not a status answer
                 handler.answered = trio.Event()
                 await _ask_without_reading(server, handler, path)

@@ -5,14 +5,15 @@ Security and robustness rules:
 * The listener is private: a UNIX socket created under the supervisor's umask 077 and
   verified 0600 after ``bind`` (no window where another user could connect), or TCP on
   exactly 127.0.0.1.
-* A session must deliver one whole request line within :data:`READ_DEADLINE_S`. What may
-  be said and when (its size, its credential compared in constant time, one answer or a
-  stop's progress) is the sans-IO
+* A session must go through the handshake and deliver its request within
+  :data:`READ_DEADLINE_S`. What may be said and when (its size, the proofs of both ends,
+  one answer or a stop's progress, each answer sealed) is the sans-IO
   :class:`~coretsia.worker_protocol.control_conversation.ServerConversation`'s to judge;
-  this module only moves bytes. A malformed request or a wrong credential gets no
-  answer: the connection is closed silently, and counted in a
-  rate-limited ``control.refused`` line (:mod:`coretsia.supervisor.refusals`), so a
-  flood cannot drown the pool's real events.
+  this module only moves bytes. The credential never crosses the socket: the server
+  proves it holds it first, then the client does. A malformed request, a wrong proof or
+  a frame of protocol version 1 gets no answer: the connection is closed silently, and
+  counted in a rate-limited ``control.refused`` line (:mod:`coretsia.supervisor.refusals`)
+  by cause, so a flood cannot drown the pool's real events.
 * At most :data:`MAX_PENDING` sessions may be waiting for their request at once; when a
   new connection arrives at the cap, the oldest waiting one is dropped. A flood of idle
   connections therefore delays a real ``status`` by at most one round trip, never
@@ -36,17 +37,17 @@ import trio
 from coretsia.supervisor.refusals import RefusalCause, RefusalLog
 from coretsia.supervisor.telemetry import NO_TELEMETRY, Telemetry
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.control import ControlRequest, ControlResponse
+from coretsia.worker_protocol.control import ControlRequest, ControlResponse, Hello
 from coretsia.worker_protocol.control_conversation import (
     CredentialRefusedError,
     ServerConversation,
 )
 from coretsia.worker_protocol.exceptions import ProtocolError, WorkerLifecycleFailedError
 from coretsia.worker_protocol.framing import Need
-from coretsia.worker_protocol.vocabulary import ControlCommand
+from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
 
 READ_DEADLINE_S: Final = 2.0
-"""How long a connection may take to send its request line."""
+"""How long a connection may take to go through the handshake and send its request."""
 
 MAX_PENDING: Final = 32
 """Most connections waiting for their request line at once."""
@@ -66,11 +67,23 @@ class ControlHandler(Protocol):
 
 
 class ControlServer:
-    """A bound listener plus the sessions it serves."""
+    """A bound listener plus the sessions it serves.
 
-    def __init__(self, listener: trio.socket.SocketType, socket_path: Path | None) -> None:
+    ``address`` is the endpoint as the locator names it (the root-relative socket path,
+    or ``127.0.0.1:<port>``): the handshake's proofs are bound to it.
+    """
+
+    def __init__(
+        self,
+        listener: trio.socket.SocketType,
+        socket_path: Path | None,
+        transport: Transport,
+        address: str,
+    ) -> None:
         self._listener = listener
         self._socket_path = socket_path
+        self._transport = transport
+        self._address = address
         self._pending: collections.OrderedDict[int, trio.CancelScope] = collections.OrderedDict()
         self._sessions = 0
         self._idle = trio.Event()
@@ -78,8 +91,9 @@ class ControlServer:
         self._refusals = RefusalLog()
 
     @classmethod
-    async def open_unix(cls, path: Path) -> ControlServer:
-        """Bind a UNIX socket at ``path`` (replacing a stale one; the lock is ours)."""
+    async def open_unix(cls, path: Path, address: str) -> ControlServer:
+        """Bind a UNIX socket at ``path`` (replacing a stale one; the lock is ours);
+        ``address`` is the path as the locator names it."""
         sock = trio.socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             # A stale socket goes; a directory there cannot, and fails the start like a bind.
@@ -98,7 +112,7 @@ class ControlServer:
         except OSError as exc:
             sock.close()
             raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
-        return cls(sock, path)
+        return cls(sock, path, Transport.UNIX, address)
 
     @classmethod
     async def open_tcp(cls, port: int) -> ControlServer:
@@ -111,7 +125,7 @@ class ControlServer:
         except OSError as exc:
             sock.close()
             raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
-        return cls(sock, None)
+        return cls(sock, None, Transport.TCP, f"127.0.0.1:{port}")
 
     async def serve(
         self, credential: str, handler: ControlHandler, telemetry: Telemetry = NO_TELEMETRY
@@ -152,7 +166,7 @@ class ControlServer:
         telemetry: Telemetry,
     ) -> None:
         with self._counted(), conn:
-            conversation = ServerConversation(credential)
+            conversation = ServerConversation(credential, self._transport, self._address)
             request = await self._read_request(conn, conversation)
             if not isinstance(request, ControlRequest):
                 self._refusals.refused(request)
@@ -204,13 +218,22 @@ class ControlServer:
 async def _receive_request(
     conn: trio.socket.SocketType, conversation: ServerConversation
 ) -> ControlRequest | RefusalCause:
-    """The request, or why it gets no answer (the conversation judges, we only read)."""
+    """The request once both ends proved themselves, or why it gets no answer (the
+    conversation judges, we only move bytes)."""
     try:
-        while (request := conversation.next_event()) is Need.DATA:
-            conversation.receive_data(await conn.recv(4096))
+        while True:
+            request = conversation.next_event()
+            if request is Need.DATA:
+                conversation.receive_data(await conn.recv(4096))
+            elif isinstance(request, Hello):
+                await _send(conn, conversation.challenge())
+            else:
+                break
     except CredentialRefusedError:
         return RefusalCause.CREDENTIAL
-    except ProtocolError:
+    except ProtocolError as exc:
+        if exc.reason is Reason.FRAME_UNSUPPORTED_VERSION:
+            return RefusalCause.VERSION
         return RefusalCause.MALFORMED
     except OSError:
         return RefusalCause.INCOMPLETE

@@ -28,9 +28,11 @@ class RefusalCause(enum.Enum):
     """Why a connection got no answer: a bounded token, safe to log."""
 
     CREDENTIAL = "credential"
-    """A well-formed request with a wrong credential."""
+    """A well-formed request whose proof is wrong: the client lacks the credential."""
+    VERSION = "version"
+    """A frame of another control protocol version: a client from before the handshake."""
     MALFORMED = "malformed"
-    """A line that is not a valid request (or is too long)."""
+    """A line that is not a valid frame, or not in its place (or is too long)."""
     INCOMPLETE = "incomplete"
     """No whole line: closed early, too slow, or dropped for a newer connection."""
 

@@ -211,7 +211,9 @@ class Supervisor:
             self._files.remove_stale()
             self._pool.endpoint_hash = self._files.endpoint_hash()
             if self._pool.transport is Transport.UNIX:
-                self._server = await ControlServer.open_unix(self._root / config.paths.socket_path)
+                self._server = await ControlServer.open_unix(
+                    self._root / config.paths.socket_path, config.paths.socket_path
+                )
             else:
                 self._server = await ControlServer.open_tcp(config.tcp.port)
             life.start_soon(self._server.serve, self._credential, self, self._telemetry)

@@ -1,6 +1,6 @@
 """Coretsia Worker's protocol: what third parties install to talk to a running supervisor.
 
-The public, stable part is re-exported here: control protocol v1, the locator and state
+The public, stable part is re-exported here: control protocol v2, the locator and state
 schemas, framing, the error catalogue and exceptions, exit codes, the endpoint hash and
 the task-source SPI. Everything here is sans-IO (bytes in, typed values out; values in,
 bytes out) and imports neither trio, psutil nor cattrs. Names are loaded lazily (PEP 562):
@@ -29,10 +29,12 @@ if TYPE_CHECKING:
     from coretsia.worker_protocol.catalogue import HealthReason as HealthReason
     from coretsia.worker_protocol.catalogue import Reason as Reason
     from coretsia.worker_protocol.control import CONTROL_VERSION as CONTROL_VERSION
+    from coretsia.worker_protocol.control import Challenge as Challenge
     from coretsia.worker_protocol.control import ControlRequest as ControlRequest
     from coretsia.worker_protocol.control import ControlResponse as ControlResponse
     from coretsia.worker_protocol.control import ErrorResponse as ErrorResponse
     from coretsia.worker_protocol.control import HealthResponse as HealthResponse
+    from coretsia.worker_protocol.control import Hello as Hello
     from coretsia.worker_protocol.control import PoolSummary as PoolSummary
     from coretsia.worker_protocol.control import StatusResponse as StatusResponse
     from coretsia.worker_protocol.control import StoppedResponse as StoppedResponse
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
     from coretsia.worker_protocol.control import decode_response as decode_response
     from coretsia.worker_protocol.control import encode_request as encode_request
     from coretsia.worker_protocol.control import encode_response as encode_response
+    from coretsia.worker_protocol.control import open_request as open_request
+    from coretsia.worker_protocol.control import open_response as open_response
     from coretsia.worker_protocol.endpoint import endpoint_hash as endpoint_hash
     from coretsia.worker_protocol.exceptions import LocalProtocolError as LocalProtocolError
     from coretsia.worker_protocol.exceptions import ProtocolError as ProtocolError
@@ -90,10 +94,12 @@ _HOMES = {
     ),
     "control": (
         "CONTROL_VERSION",
+        "Challenge",
         "ControlRequest",
         "ControlResponse",
         "ErrorResponse",
         "HealthResponse",
+        "Hello",
         "PoolSummary",
         "StatusResponse",
         "StopProgress",
@@ -102,6 +108,8 @@ _HOMES = {
         "decode_response",
         "encode_request",
         "encode_response",
+        "open_request",
+        "open_response",
     ),
     "endpoint": ("endpoint_hash",),
     "exceptions": (

@@ -10,6 +10,13 @@ by its kind, then the frame's own rules between fields (:meth:`Frame._check`). E
 writes the fields and reads the result back by those same rules, so a frame we could not
 decode is never sent.
 
+A codec made ``sealable`` (the control channel's, v2) lets each frame carry a ``mac``
+key beside its fields: :meth:`Codec.encode` asks a ``seal`` callback for it with the
+frame's *body* (its canonical JSON without the ``mac``), and :meth:`Codec.open` hands back
+the frame, its body and its ``mac``. Which frames must carry one, and what it proves, is
+the conversation's rule (:mod:`~coretsia.worker_protocol.control_conversation`), not the
+codec's.
+
 Every failure is one :class:`RemoteProtocolError` (decoding) or
 :class:`LocalProtocolError` (encoding) carrying a reason token and a schema path: never
 the peer's text, and raised outside any handler so that nothing chains to an exception
@@ -23,12 +30,19 @@ from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import LocalProtocolError, RemoteProtocolError
 from coretsia.worker_protocol.framing import MAX_FRAME_BYTES
 from coretsia.worker_protocol.records import Frozen
+from coretsia.worker_protocol.vocabulary import MAC_HEX_LEN
 
 # Not ``from typing import ...``: this module is on every worker's boot path and the
 # probe path, where importing typing costs milliseconds.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, ClassVar
+    from collections.abc import Callable
+    from typing import Any, ClassVar, Final
+
+MAC_KEY: Final = "mac"
+"""The key a sealable codec's frames carry their MAC under."""
+
+_MAC: Final = s.Hex(MAC_HEX_LEN)
 
 
 class Frame(Frozen):
@@ -96,10 +110,19 @@ class Codec:
     """Encode and decode one set of frame classes of one ``version``; see the module doc.
 
     ``tagged`` (the default) puts each frame's ``TAG`` in its ``type`` key and reads it
-    first; an untagged codec serves exactly one class.
+    first; an untagged codec serves exactly one class. ``sealable`` lets a frame carry a
+    ``mac`` beside its fields (see :meth:`encode` and :meth:`open`).
     """
 
-    __slots__ = ("_base", "_by_class", "_by_tag", "_max_bytes", "_tagged", "_version")
+    __slots__ = (
+        "_base",
+        "_by_class",
+        "_by_tag",
+        "_max_bytes",
+        "_sealable",
+        "_tagged",
+        "_version",
+    )
 
     def __init__(
         self,
@@ -107,6 +130,7 @@ class Codec:
         frames: tuple[type[Frame], ...],
         *,
         tagged: bool = True,
+        sealable: bool = False,
         max_bytes: int = MAX_FRAME_BYTES,
     ) -> None:
         if not tagged and len(frames) != 1:
@@ -114,6 +138,7 @@ class Codec:
             raise ValueError(msg)
         self._version = version
         self._tagged = tagged
+        self._sealable = sealable
         self._max_bytes = max_bytes
         self._base = frozenset({"version", "type"} if tagged else {"version"})
         self._by_class = {cls: _Layout(cls) for cls in frames}
@@ -121,18 +146,39 @@ class Codec:
 
     def decode(self, data: bytes) -> Any:
         """Decode one frame (with or without its newline); a RemoteProtocolError if off."""
+        return self._decode(data)[0]
+
+    def open(self, data: bytes) -> tuple[Any, bytes, str | None]:
+        """Decode one frame of a sealable codec: the frame, its body and its ``mac``.
+
+        The body is the frame's canonical JSON without the ``mac`` (what the sender
+        sealed); the ``mac`` is None where the frame carries none.
+        """
+        frame, obj, mac = self._decode(data)
+        return frame, s.dumps(obj), mac
+
+    def _decode(self, data: bytes) -> tuple[Any, s.JsonObject, str | None]:
         if data.endswith(b"\n"):
             data = data[:-1]
         try:
-            return self._read(s.loads(data, self._max_bytes))
+            obj = s.loads(data, self._max_bytes)
+            mac = None
+            if self._sealable and MAC_KEY in obj:  # elsewhere an unknown key like any other
+                s.check_version(obj, self._version)  # a newer frame says so first
+                mac = _MAC.read(obj.pop(MAC_KEY), f"$.{MAC_KEY}")
+            return self._read(obj), obj, mac
         except s.FieldError as exc:
             error = RemoteProtocolError(exc.reason, exc.path)
         # Raised outside the handler, so neither __cause__ nor __context__ chains to an
         # exception (a UnicodeDecodeError, say) that carries the peer's bytes.
         raise error
 
-    def encode(self, frame: Frame) -> bytes:
-        """One line of deterministic JSON; a LocalProtocolError if the peer would refuse it."""
+    def encode(self, frame: Frame, seal: Callable[[bytes], str | None] | None = None) -> bytes:
+        """One line of deterministic JSON; a LocalProtocolError if the peer would refuse it.
+
+        ``seal``, if given, is called with the frame's body (its canonical JSON) and
+        answers the ``mac`` the line carries, or None for none.
+        """
         layout = self._by_class.get(frame.__class__)
         if layout is None:
             raise LocalProtocolError(Reason.FRAME_UNKNOWN_TYPE, "$.type")
@@ -142,10 +188,14 @@ class Codec:
         try:
             layout.write(frame, obj)
             self._read(obj)
+            data = s.dumps(obj)
+            if seal is not None and (mac := seal(data)) is not None:
+                s.require(self._sealable, "", Reason.FRAME_UNKNOWN_KEY)
+                obj[MAC_KEY] = _MAC.read(mac, f"$.{MAC_KEY}")
+                data = s.dumps(obj)
         except s.FieldError as exc:
             error = LocalProtocolError(exc.reason, exc.path)
         else:
-            data = s.dumps(obj)
             if len(data) > self._max_bytes:  # the peer would refuse it: say so here
                 raise LocalProtocolError(Reason.FRAME_OVERSIZED)
             return data + b"\n"

@@ -10,11 +10,15 @@ as seed 000's liveness rules say:
 * lock held, locator missing, unreadable, oversized, a symlink, not mode 0600, not ours
   or schema-invalid: :class:`WorkerCommunicationFailedError`;
 * lock held, endpoint not acceptable (a socket path outside the root, a TCP host other
-  than 127.0.0.1), unreachable, or silent after the request (a wrong credential is
-  answered by a silent close): :class:`WorkerCommunicationFailedError`.
+  than 127.0.0.1, a UNIX socket whose listening process runs as another user),
+  unreachable, unable to prove it holds the credential (a forged server on a freed
+  port, a version 1 supervisor), or silent (a refused client is answered by a silent
+  close): :class:`WorkerCommunicationFailedError`.
 
-The endpoint is checked *before* the credential is sent, so a tampered locator cannot make
-the client hand the credential to someone else. Every wait is bounded.
+The credential never crosses the socket: the client and the server each prove they hold
+it (the handshake of :mod:`~coretsia.worker_protocol.control_conversation`), the server
+first, and the client names its command only once the server has proved itself; every
+answer is proved too. Every wait is bounded.
 
 Example::
 
@@ -35,6 +39,7 @@ import time
 from coretsia.worker_protocol import lock
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.control import (
+    Challenge,
     ControlRequest,
     ControlResponse,
     ErrorResponse,
@@ -175,6 +180,8 @@ class ControlClient:
                     _connect_long_unix_path(sock, address)
                 else:
                     sock.connect(address)
+                if isinstance(address, str):
+                    _check_peer(sock)
                 return sock
             except BlockingIOError:
                 # A full UNIX listen backlog (a flood of connections) answers EAGAIN at
@@ -200,18 +207,21 @@ class ControlClient:
         locator = self._read_locator()
         budget = timeout if timeout is not None else locator.stop_wait_ms / 1000 + STOP_SLACK_S
         deadline = time.monotonic() + budget
-        conversation = ClientConversation()
+        conversation = ClientConversation(locator.credential, locator.transport, locator.address)
         with self._connect(locator, deadline) as sock:
             try:
-                sock.sendall(conversation.send(ControlRequest(command, locator.credential)))
+                sock.sendall(conversation.hello())
                 while True:
                     answer = conversation.next_event()
                     if answer is Need.DATA:
                         sock.settimeout(_remaining(deadline))
                         conversation.receive_data(sock.recv(4096))
                     elif answer is Need.CLOSED:
-                        # Closed before the terminal answer: a refused credential, a crash.
+                        # Closed before the terminal answer: a refused client, a version 1
+                        # supervisor, a crash.
                         raise WorkerCommunicationFailedError
+                    elif isinstance(answer, Challenge):  # the server proved itself
+                        sock.sendall(conversation.send(ControlRequest(command)))
                     elif isinstance(answer, StopProgress):
                         if on_progress is not None:
                             on_progress(answer)
@@ -230,6 +240,23 @@ def _remaining(deadline: float) -> float:
     if left <= 0:
         raise TimeoutError
     return left
+
+
+def _check_peer(sock: socket.socket) -> None:
+    """Refuse a UNIX socket whose listening process is not the locator's owner.
+
+    The locator was checked to be ours, so its owner is us. The socket file being ours
+    is not enough: a process of another user can listen on a socket we created (one
+    passed to it), and the kernel tells who called ``listen``.
+    """
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        # Not Linux: the BSDs' LOCAL_PEERCRED and getpeereid() are not in the standard
+        # library. The socket's owner and the handshake's proofs still stand.
+        return
+    ucred = sock.getsockopt(socket.SOL_SOCKET, option, 12)  # struct ucred: pid, uid, gid
+    if int.from_bytes(ucred[4:8], sys.byteorder) != os.geteuid():
+        raise WorkerCommunicationFailedError
 
 
 def _connect_long_unix_path(sock: socket.socket, path: str) -> None:

@@ -1,16 +1,25 @@
-"""Control protocol v1: ``status``, ``health`` and ``stop``, and their answers.
+"""Control protocol v2: the handshake, ``status``, ``health`` and ``stop``, and the answers.
 
-This is the public, stable part third-party tools speak. A connection carries one request
-line from the client and then answer lines from the supervisor:
+This is the public, stable part third-party tools speak. A connection carries, in order:
 
-* ``status`` and ``health``: exactly one answer (``status``, ``health`` or ``error``);
-* ``stop``: zero or more ``stop-progress`` lines, one per shutdown phase entered, then the
-  terminal ``stopped`` (every worker reaped, files removed, the lock released) or
-  ``error``.
+* the client's ``hello`` (a fresh nonce; nothing secret);
+* the server's ``challenge`` (its own fresh nonce), sealed: it proves the server holds the
+  credential before the client says anything more;
+* the client's ``request`` (the command), sealed: the client's proof;
+* the answers, each sealed: for ``status`` and ``health`` exactly one (``status``,
+  ``health`` or ``error``); for ``stop`` zero or more ``stop-progress`` lines, one per
+  shutdown phase entered, then the terminal ``stopped`` (every worker reaped, files
+  removed, the lock released) or ``error``.
 
-A request whose credential is missing, malformed or wrong gets no answer at all: the
-supervisor closes the connection. Every line is deterministic JSON (see
-:mod:`coretsia.worker_protocol.framing` for the size bound).
+A sealed frame carries a ``mac`` beside its fields: an HMAC-SHA256, keyed by the
+credential, over the whole conversation so far (see
+:mod:`~coretsia.worker_protocol.control_auth`); the credential itself never travels.
+Which frame may follow which, and which must be sealed, is
+:mod:`~coretsia.worker_protocol.control_conversation`'s to say; this module says what one
+frame may contain. A peer that cannot prove itself gets nothing more: the server closes
+in silence, the client gives up. Every line is deterministic JSON (see
+:mod:`coretsia.worker_protocol.framing` for the size bound). Version 1 (the credential in
+the request line) is refused by both ends.
 """
 
 from __future__ import annotations
@@ -20,11 +29,11 @@ from coretsia.worker_protocol._codec import Codec, Frame, Spread
 from coretsia.worker_protocol.catalogue import REASON_CODES, ErrorCode, HealthReason, Reason
 from coretsia.worker_protocol.records import field
 from coretsia.worker_protocol.vocabulary import (
-    CREDENTIAL_HEX_LEN,
     ENDPOINT_HASH_HEX_LEN,
     MAX_PID,
     MAX_TIMEOUT_MS,
     MAX_WORKERS,
+    NONCE_HEX_LEN,
     ControlCommand,
     Driver,
     PoolStatus,
@@ -36,17 +45,37 @@ from coretsia.worker_protocol.vocabulary import (
 # typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import ClassVar, Final
+    from collections.abc import Callable
+    from typing import ClassVar, Final, TypeAlias
 
-CONTROL_VERSION: Final = 1
-"""The version every control frame carries."""
+    Seal: TypeAlias = Callable[[bytes], str | None]
+    """Given a frame's body, the ``mac`` its line carries (None: none)."""
+
+CONTROL_VERSION: Final = 2
+"""The version every control frame carries (1 sent the credential itself: refused)."""
+
+_NONCE: Final = s.Hex(NONCE_HEX_LEN)
+
+
+class Hello(Frame):
+    """The client's first frame: a fresh nonce, so no earlier server proof fits this one."""
+
+    TAG: ClassVar[str] = "hello"
+    client_nonce: str = field(kind=_NONCE)
+
+
+class Challenge(Frame):
+    """The server's answer to ``hello``: its own fresh nonce, sealed with its proof."""
+
+    TAG: ClassVar[str] = "challenge"
+    server_nonce: str = field(kind=_NONCE)
 
 
 class ControlRequest(Frame):
-    """One request; the credential is kept out of ``repr`` so it cannot reach a log."""
+    """The command, sent sealed once the server has proved itself."""
 
+    TAG: ClassVar[str] = "request"
     command: ControlCommand = field(kind=s.Choice(ControlCommand))
-    credential: str = field(kind=s.Hex(CREDENTIAL_HEX_LEN), secret=True)
 
 
 class PoolSummary(Frame):
@@ -135,27 +164,51 @@ class ErrorResponse(Frame):
 
 ControlResponse = StatusResponse | HealthResponse | StopProgress | StoppedResponse | ErrorResponse
 
-_REQUEST: Final = Codec(CONTROL_VERSION, (ControlRequest,), tagged=False)
-_RESPONSE: Final = Codec(CONTROL_VERSION, ControlResponse.__args__)
+ClientFrame = Hello | ControlRequest
+"""What a client sends."""
+
+ServerFrame = Challenge | ControlResponse
+"""What a server sends."""
+
+_CLIENT: Final = Codec(CONTROL_VERSION, ClientFrame.__args__, sealable=True)
+_SERVER: Final = Codec(CONTROL_VERSION, ServerFrame.__args__, sealable=True)
 
 
-def encode_request(request: ControlRequest) -> bytes:
-    """Encode a request line; a malformed credential is a :class:`LocalProtocolError`."""
-    return _REQUEST.encode(request)
+def encode_request(frame: ClientFrame, seal: Seal | None = None) -> bytes:
+    """Encode a client's line, sealed by ``seal``; anything off is a LocalProtocolError."""
+    return _CLIENT.encode(frame, seal)
 
 
-def decode_request(line: bytes) -> ControlRequest:
-    """Decode a request line; anything off is a :class:`RemoteProtocolError`."""
-    request: ControlRequest = _REQUEST.decode(line)
-    return request
+def decode_request(line: bytes) -> ClientFrame:
+    """Decode a client's line (its ``mac`` checked for shape only, and dropped).
+
+    Anything off is a :class:`RemoteProtocolError`. What a ``mac`` proves is the
+    conversation's to check: see :func:`open_request`.
+    """
+    frame: ClientFrame = _CLIENT.decode(line)
+    return frame
 
 
-def encode_response(response: ControlResponse) -> bytes:
-    """Encode an answer line, checked by the same rules the client applies."""
-    return _RESPONSE.encode(response)
+def open_request(line: bytes) -> tuple[ClientFrame, bytes, str | None]:
+    """Decode a client's line into the frame, its body and its ``mac`` (not verified)."""
+    return _CLIENT.open(line)
 
 
-def decode_response(line: bytes) -> ControlResponse:
-    """Decode an answer line; anything off is a :class:`RemoteProtocolError`."""
-    response: ControlResponse = _RESPONSE.decode(line)
-    return response
+def encode_response(frame: ServerFrame, seal: Seal | None = None) -> bytes:
+    """Encode a server's line, sealed by ``seal``, checked by the rules the client applies."""
+    return _SERVER.encode(frame, seal)
+
+
+def decode_response(line: bytes) -> ServerFrame:
+    """Decode a server's line (its ``mac`` checked for shape only, and dropped).
+
+    Anything off is a :class:`RemoteProtocolError`. What a ``mac`` proves is the
+    conversation's to check: see :func:`open_response`.
+    """
+    frame: ServerFrame = _SERVER.decode(line)
+    return frame
+
+
+def open_response(line: bytes) -> tuple[ServerFrame, bytes, str | None]:
+    """Decode a server's line into the frame, its body and its ``mac`` (not verified)."""
+    return _SERVER.open(line)

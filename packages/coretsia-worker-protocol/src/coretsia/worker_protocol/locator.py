@@ -62,6 +62,11 @@ class Locator(Frame):
         """Longest a whole shutdown may take: cooperative, then terminate, then kill."""
         return self.stop_timeout_ms + 2 * self.force_kill_timeout_ms
 
+    @property
+    def address(self) -> str:
+        """The endpoint as the handshake binds it: the socket's path, or ``host:port``."""
+        return self.path if self.path is not None else f"{self.host}:{self.port}"
+
     def _check(self) -> None:
         # Each transport has exactly its own keys: another's is unknown, its own required.
         if self.transport is Transport.UNIX:

@@ -23,6 +23,12 @@ MAX_TIMEOUT_MS: Final = 3_600_000
 CREDENTIAL_HEX_LEN: Final = 64
 """A control credential is 256 bits, written as 64 lowercase hexadecimal characters."""
 
+NONCE_HEX_LEN: Final = 64
+"""A control handshake nonce: 256 fresh random bits, in lowercase hexadecimal."""
+
+MAC_HEX_LEN: Final = 64
+"""A control frame's MAC is an HMAC-SHA256: 32 bytes, in lowercase hexadecimal."""
+
 TOKEN_HEX_LEN: Final = 64
 """A per-spawn readiness token has the same shape as a credential."""
 
