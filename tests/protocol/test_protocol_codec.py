@@ -60,6 +60,7 @@ from coretsia.worker_protocol.vocabulary import (
 )
 from coretsia.worker_protocol.worker_channel import (
     Failed,
+    Heartbeat,
     Ready,
     Retiring,
     ShutdownRequest,
@@ -145,6 +146,7 @@ FRAMES: list[tuple[Codec, Any]] = [
     (WORKER, Failed(Reason.CHILD_EXITED)),
     (WORKER, Retiring()),
     (WORKER, ShutdownRequest()),
+    (WORKER, Heartbeat()),
     (WORKER, TaskFailed("ValueError")),
     (WORKER, TaskFailed("app.jobs.Outer.Declined", attempt=3, retried=False)),
 ]

@@ -51,6 +51,7 @@ from coretsia.worker_protocol.vocabulary import (
 )
 from coretsia.worker_protocol.worker_channel import (
     Failed,
+    Heartbeat,
     Ready,
     Retire,
     Retiring,
@@ -164,6 +165,7 @@ worker_frames = st.one_of(
     st.builds(Failed, worker_reasons),
     st.just(Retiring()),
     st.just(ShutdownRequest()),
+    st.just(Heartbeat()),
     st.builds(
         TaskFailed,
         st.from_regex(

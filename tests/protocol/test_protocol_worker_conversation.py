@@ -19,6 +19,7 @@ from coretsia.worker_protocol.exceptions import (
 from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.worker_channel import (
     Failed,
+    Heartbeat,
     Ready,
     Retire,
     Retiring,
@@ -87,6 +88,22 @@ class TestSupervisorEnd:
         with pytest.raises(LocalProtocolError):
             conversation.send_retire()
         assert received(conversation, Retiring()) == []  # asked already: nothing new
+
+    def test_heartbeats_after_ready_any_number_of_times(self) -> None:
+        """heartbeat after ready, as often as sent, around the retirement too."""
+        conversation = SupervisorConversation()
+        frames = (Ready(), Heartbeat(), Heartbeat(), Retiring(), Heartbeat())
+        assert received(conversation, *frames) == list(frames)
+        conversation.send_retire()
+        assert received(conversation, Heartbeat()) == [Heartbeat()]
+
+    def test_heartbeat_before_ready_is_a_readiness_failure(self) -> None:
+        """A booting worker has nothing to beat for: worker-readiness-invalid."""
+        conversation = SupervisorConversation()
+        with pytest.raises(RemoteProtocolError) as info:
+            received(conversation, Heartbeat(), Ready())
+        assert info.value.reason is Reason.FRAME_UNEXPECTED
+        assert conversation.failure().reason is Reason.READINESS_INVALID
 
     def test_close_between_frames(self) -> None:
         """The worker's end of stream between frames is CLOSED."""
@@ -172,6 +189,20 @@ class TestWorkerEnd:
         sent = [conversation.send(f) for f in (frame, frame, Ready(), frame)]
         assert sent == [encode_worker_frame(f) for f in (frame, frame, Ready(), frame)]
 
+    def test_beats_only_once_ready(self) -> None:
+        """heartbeat before ready is the worker's own bug; after it, whenever."""
+        conversation = WorkerConversation()
+        with pytest.raises(LocalProtocolError) as info:
+            conversation.send(Heartbeat())
+        assert info.value.reason is Reason.FRAME_UNEXPECTED
+        conversation.send(Ready())
+        sent = [conversation.send(Heartbeat()), conversation.send(Heartbeat())]
+        assert sent == [encode_worker_frame(Heartbeat())] * 2
+        conversation.send(Retiring())
+        conversation.receive_data(encode_retire())
+        assert conversation.next_event() == Retire()
+        assert conversation.send(Heartbeat()) == encode_worker_frame(Heartbeat())
+
     def test_asks_once(self) -> None:
         """retiring goes once: a second one is the worker's own bug."""
         conversation = WorkerConversation()
@@ -249,18 +280,21 @@ def test_grant_travels_from_one_end_to_the_other() -> None:
 # -- properties ------------------------------------------------------------------------
 
 FUZZ = settings(max_examples=200, deadline=None)
-frames = st.sampled_from((Ready(), Retiring(), *ANY_TIME, Ready("b" * 64)))
+frames = st.sampled_from((Ready(), Retiring(), Heartbeat(), *ANY_TIME, Ready("b" * 64)))
 
 
 @FUZZ
 @given(sequence=st.lists(frames, max_size=10))
 def test_readiness_rule_over_any_sequence(sequence: list[WorkerFrame]) -> None:
-    """The conversation breaks exactly at the first ready that is not the first tokenless one."""
+    """The conversation breaks exactly at the first ready that is not the first tokenless
+    one, or at a heartbeat before ready."""
     conversation = SupervisorConversation()
     seen_ready = False
     for frame in sequence:
         conversation.receive_data(encode_worker_frame(frame))
-        illegal = isinstance(frame, Ready) and (seen_ready or frame.token is not None)
+        illegal = (isinstance(frame, Ready) and (seen_ready or frame.token is not None)) or (
+            isinstance(frame, Heartbeat) and not seen_ready
+        )
         if illegal:
             with pytest.raises(RemoteProtocolError):
                 conversation.next_event()
@@ -275,12 +309,15 @@ def test_readiness_rule_over_any_sequence(sequence: list[WorkerFrame]) -> None:
 @FUZZ
 @given(sequence=st.lists(frames, max_size=10))
 def test_what_the_worker_sends_the_supervisor_reads(sequence: list[WorkerFrame]) -> None:
-    """The worker's end refuses exactly a second or token-carrying ready and a second
-    retiring; everything it lets out, the supervisor's end reads as sent, once each."""
+    """The worker's end refuses exactly a second or token-carrying ready, a second
+    retiring and a heartbeat before ready; everything it lets out, the supervisor's end
+    reads as sent, once each."""
     worker, supervisor = WorkerConversation(), SupervisorConversation()
     for frame in sequence:
-        illegal = (isinstance(frame, Ready) and (worker.ready or frame.token is not None)) or (
-            isinstance(frame, Retiring) and worker.asked
+        illegal = (
+            (isinstance(frame, Ready) and (worker.ready or frame.token is not None))
+            or (isinstance(frame, Retiring) and worker.asked)
+            or (isinstance(frame, Heartbeat) and not worker.ready)
         )
         if illegal:
             with pytest.raises(LocalProtocolError):

@@ -109,6 +109,7 @@ class HealthReason(str, enum.Enum):
     STARTING = "worker-pool-starting"
     STOPPING = "worker-pool-stopping"
     SLOTS_NOT_READY = "worker-slots-not-ready"
+    SLOT_UNRESPONSIVE = "worker-slot-unresponsive"
     CHILD_FAILURE_PENDING = "worker-child-failure-pending"
 
 

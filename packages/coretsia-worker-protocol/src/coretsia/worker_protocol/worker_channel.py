@@ -24,6 +24,9 @@ Frames, in the order a worker may send them:
   most ``max_requests + 1`` attempts per worker process.
 * ``shutdown-request``: the worker asks for the whole pool to stop (seed 003's
   ``pool.shutdown()``).
+* ``heartbeat``: the worker is alive and scheduled; sent after ``ready`` every third of
+  ``heartbeat_timeout_ms`` when the generation asks for it, whatever the worker is doing
+  (waiting for work or running a task). Carries nothing: its arrival is the news.
 """
 
 from __future__ import annotations
@@ -118,7 +121,13 @@ class ShutdownRequest(Frame):
     TAG: ClassVar[str] = "shutdown-request"
 
 
-WorkerFrame = Ready | Failed | TaskFailed | Retiring | ShutdownRequest
+class Heartbeat(Frame):
+    """The worker still runs: sent at an interval after ``ready``, never before."""
+
+    TAG: ClassVar[str] = "heartbeat"
+
+
+WorkerFrame = Ready | Failed | TaskFailed | Retiring | ShutdownRequest | Heartbeat
 
 
 class Retire(Frame):

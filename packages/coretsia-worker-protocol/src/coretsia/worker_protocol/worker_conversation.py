@@ -15,11 +15,13 @@ what it sends (breaking one is its own bug:
 1. ``ready`` comes at most once and without a token (the inherited descriptor already
    proves who speaks). A second one, or one with a token, breaks readiness.
 2. ``failed``, ``task-failed`` and ``shutdown-request`` may come at any time.
-3. ``retiring`` asks once. The worker sends it once; a repeated one the supervisor
+3. ``heartbeat`` may come at any time after ``ready``, as often as the worker likes;
+   before ``ready`` it breaks readiness (the start timeout watches a booting worker).
+4. ``retiring`` asks once. The worker sends it once; a repeated one the supervisor
    receives is the same request, not reported again.
-4. ``retire`` answers a ``retiring``, once: the supervisor never sends it unasked and a
+5. ``retire`` answers a ``retiring``, once: the supervisor never sends it unasked and a
    worker refuses one it did not ask for.
-5. A frame that breaks a rule, or does not decode, ends the reading: every later
+6. A frame that breaks a rule, or does not decode, ends the reading: every later
    ``next_event`` raises again. For the supervisor, what it means depends on when
    (:meth:`SupervisorConversation.failure`): a readiness failure before ``ready`` or
    about ``ready``, a lifecycle failure after.
@@ -44,6 +46,7 @@ from coretsia.worker_protocol.exceptions import (
 )
 from coretsia.worker_protocol.framing import LineFramer, Need
 from coretsia.worker_protocol.worker_channel import (
+    Heartbeat,
     Ready,
     Retire,
     Retiring,
@@ -67,11 +70,11 @@ class Readiness(enum.Enum):
     READY = "ready"
     """``ready`` came."""
     BROKEN = "broken"
-    """A frame broke a rule (rule 5): nothing more is read."""
+    """A frame broke a rule (rule 6): nothing more is read."""
 
 
 class Retirement(enum.Enum):
-    """Where a worker stands with its retirement (rules 3 and 4)."""
+    """Where a worker stands with its retirement (rules 4 and 5)."""
 
     NOT_ASKED = "not-asked"
     ASKED = "asked"
@@ -108,9 +111,12 @@ class SupervisorConversation:
                 frame = decode_worker_frame(line)
                 if isinstance(frame, Ready):
                     self._ready(frame)
+                elif isinstance(frame, Heartbeat):
+                    if self.readiness is not Readiness.READY:
+                        raise RemoteProtocolError(Reason.FRAME_UNEXPECTED)  # rule 3
                 elif isinstance(frame, Retiring):
                     if self.retirement is not Retirement.NOT_ASKED:
-                        continue  # rule 3: the same request again
+                        continue  # rule 4: the same request again
                     self.retirement = Retirement.ASKED
                 return frame
         except ProtocolError:
@@ -125,14 +131,14 @@ class SupervisorConversation:
         self.readiness = Readiness.READY
 
     def send_retire(self) -> bytes:
-        """The ``retire`` grant's bytes; only in answer to ``retiring``, once (rule 4)."""
+        """The ``retire`` grant's bytes; only in answer to ``retiring``, once (rule 5)."""
         if self.retirement is not Retirement.ASKED:
             raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
         self.retirement = Retirement.GRANTED
         return encode_retire()
 
     def failure(self) -> WorkerError:
-        """What a broken conversation means for the pool (rule 5)."""
+        """What a broken conversation means for the pool (rule 6)."""
         if self._readiness_broken:
             return WorkerStartFailedError(Reason.READINESS_INVALID)
         return WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED)
@@ -160,12 +166,15 @@ class WorkerConversation:
         return self.retirement is not Retirement.NOT_ASKED
 
     def send(self, frame: WorkerFrame) -> bytes:
-        """The bytes of ``frame``, if the rules let the worker say it now (rules 1 to 3)."""
+        """The bytes of ``frame``, if the rules let the worker say it now (rules 1 to 4)."""
         data = encode_worker_frame(frame)
         if isinstance(frame, Ready):
             if frame.token is not None or self.readiness is not Readiness.BOOTING:
                 raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
             self.readiness = Readiness.READY
+        elif isinstance(frame, Heartbeat):
+            if self.readiness is not Readiness.READY:
+                raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
         elif isinstance(frame, Retiring):
             if self.asked:
                 raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
@@ -177,7 +186,7 @@ class WorkerConversation:
         self._framer.receive_data(data)
 
     def next_event(self) -> Retire | Need:
-        """The ``retire`` grant, or what is needed first; anything else raises (rule 4)."""
+        """The ``retire`` grant, or what is needed first; anything else raises (rule 5)."""
         if self._broken:
             raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
         try:
