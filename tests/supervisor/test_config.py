@@ -55,6 +55,7 @@ stop_flag_path = "run/stop"
 start_timeout_ms = 20000
 stop_timeout_ms = 30000
 force_kill_timeout_ms = 2000
+heartbeat_timeout_ms = 3000
 debug = true
 process_modules = ["myapp.jobs"]
 ipc_type = "unixsock"
@@ -132,6 +133,7 @@ def test_no_file_means_every_default(tmp_path: Path) -> None:
     assert config.budgets.start_timeout_ms == 10000
     assert config.budgets.stop_timeout_ms == 10000
     assert config.budgets.force_kill_timeout_ms == 1000
+    assert config.budgets.heartbeat_timeout_ms == 0  # off
     assert config.observability.debug is False
     assert config.observability.telemetry is TelemetryMode.OFF
 
@@ -166,7 +168,12 @@ def test_a_full_valid_file(tmp_path: Path) -> None:
         paths=RuntimePaths(
             socket_path="run/ctl.sock", state_path="run/state.json", stop_flag_path="run/stop"
         ),
-        budgets=Budgets(start_timeout_ms=20000, stop_timeout_ms=30000, force_kill_timeout_ms=2000),
+        budgets=Budgets(
+            start_timeout_ms=20000,
+            stop_timeout_ms=30000,
+            force_kill_timeout_ms=2000,
+            heartbeat_timeout_ms=3000,
+        ),
         observability=Observability(debug=True, telemetry=TelemetryMode.OTEL),
         processes=ProcessSettings(
             entries=(
@@ -209,6 +216,12 @@ def test_bounds_are_inclusive(tmp_path: Path) -> None:
     assert parse_config({"workers": 1, "max_requests": 1, "tcp": {"port": 1}}).tcp.port == 1
 
 
+@pytest.mark.parametrize("value", [0, 100, 3_600_000])
+def test_heartbeat_timeout_is_off_or_within_its_bounds(value: int) -> None:
+    """0 turns the heartbeat off; otherwise 100 ms to an hour, both included."""
+    assert parse_config({"heartbeat_timeout_ms": value}).budgets.heartbeat_timeout_ms == value
+
+
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
@@ -241,12 +254,13 @@ def test_generation_dict_is_plain_json_of_every_field(tmp_path: Path) -> None:
         "before_hooks", "after_hooks", "reset_hooks", "app_path", "driver",
         "control_transport", "tcp_host", "tcp_port", "socket_path", "state_path",
         "stop_flag_path", "start_timeout_ms", "stop_timeout_ms", "force_kill_timeout_ms",
-        "debug", "ipc_type", "msg_queue_key", "event_loop", "respawn_interval_ms",
-        "restart_intensity", "restart_period_ms", "restart_backoff_max_ms", "metrics_port",
-        "metrics_host", "telemetry",
+        "heartbeat_timeout_ms", "debug", "ipc_type", "msg_queue_key", "event_loop",
+        "respawn_interval_ms", "restart_intensity", "restart_period_ms",
+        "restart_backoff_max_ms", "metrics_port", "metrics_host", "telemetry",
     }  # fmt: skip
     assert snapshot["tcp_port"] == 19327
     assert snapshot["stop_timeout_ms"] == 30000
+    assert snapshot["heartbeat_timeout_ms"] == 3000
     assert snapshot["restart_backoff_max_ms"] == 8000
     assert snapshot["task_type"] == "http"
     assert snapshot["driver"] == "proc"
@@ -583,6 +597,14 @@ CASES: list[tuple[str, str, ConfigRule]] = [
             (f"{name} = 3_600_001", f"worker.{name}", ConfigRule.OUT_OF_RANGE),
         )
     ],
+    # heartbeat_timeout_ms: 0 (off) or 100..MAX_TIMEOUT_MS
+    ("heartbeat_timeout_ms = '1000'", "worker.heartbeat_timeout_ms", ConfigRule.WRONG_TYPE),
+    ("heartbeat_timeout_ms = 1000.0", "worker.heartbeat_timeout_ms", ConfigRule.WRONG_TYPE),
+    ("heartbeat_timeout_ms = false", "worker.heartbeat_timeout_ms", ConfigRule.WRONG_TYPE),
+    ("heartbeat_timeout_ms = -1", "worker.heartbeat_timeout_ms", ConfigRule.OUT_OF_RANGE),
+    ("heartbeat_timeout_ms = 1", "worker.heartbeat_timeout_ms", ConfigRule.OUT_OF_RANGE),
+    ("heartbeat_timeout_ms = 99", "worker.heartbeat_timeout_ms", ConfigRule.OUT_OF_RANGE),
+    ("heartbeat_timeout_ms = 3_600_001", "worker.heartbeat_timeout_ms", ConfigRule.OUT_OF_RANGE),
     # debug
     ("debug = 1", "worker.debug", ConfigRule.WRONG_TYPE),
     ("debug = 'true'", "worker.debug", ConfigRule.WRONG_TYPE),

@@ -25,6 +25,7 @@ from coretsia.supervisor.config.rules import (
     LOOPBACK_HOST,
     MAX_HOOKS,
     MAX_REQUESTS,
+    MIN_HEARTBEAT_TIMEOUT_MS,
     MIN_RESPAWN_INTERVAL_MS,
     STATE_TMP_SUFFIX,
     check_path_claims,
@@ -38,6 +39,7 @@ from coretsia.supervisor.config.rules import (
     is_state_path,
     is_target,
     is_task_source,
+    off_or_range,
     option_items,
     process_tables,
 )
@@ -205,7 +207,8 @@ class RuntimePaths:
 
 @attrs.frozen(kw_only=True)
 class Budgets:
-    """The start and stop budgets: a full stop takes at most stop + 2 x force-kill."""
+    """The time budgets: start, stop (a full stop takes at most stop + 2 x force-kill),
+    and how long a ready worker may stay silent."""
 
     TABLE: ClassVar[str] = "worker"
 
@@ -215,6 +218,12 @@ class Budgets:
     """Budget of the cooperative stop phase."""
     force_kill_timeout_ms: int = attrs.field(default=1000, validator=_TIMEOUT)
     """Budget of the terminate/reap phase, and again of the kill/reap phase."""
+    heartbeat_timeout_ms: int = attrs.field(
+        default=0, validator=off_or_range(MIN_HEARTBEAT_TIMEOUT_MS, MAX_TIMEOUT_MS)
+    )
+    """A ready worker that sends nothing for this long makes ``health`` fail
+    (``worker-slot-unresponsive``); it beats every third of it. 0: off, and no worker
+    runs the heartbeat at all."""
 
 
 @attrs.frozen(kw_only=True)
@@ -337,6 +346,7 @@ class PoolConfig:
             "start_timeout_ms": budgets.start_timeout_ms,
             "stop_timeout_ms": budgets.stop_timeout_ms,
             "force_kill_timeout_ms": budgets.force_kill_timeout_ms,
+            "heartbeat_timeout_ms": budgets.heartbeat_timeout_ms,
             "debug": observed.debug,
             "ipc_type": processes.ipc_type,
             "msg_queue_key": processes.msg_queue_key,

@@ -31,6 +31,7 @@ __all__ = [
     "DRIVER_ALIASES",
     "LOOPBACK_HOST",
     "MAX_REQUESTS",
+    "MIN_HEARTBEAT_TIMEOUT_MS",
     "MIN_RESPAWN_INTERVAL_MS",
     "STATE_TMP_SUFFIX",
     "check_path_claims",
@@ -45,6 +46,7 @@ __all__ = [
     "is_target",
     "is_task_source",
     "key_of",
+    "off_or_range",
     "option_items",
     "process_tables",
 ]
@@ -60,6 +62,10 @@ LOOPBACK_HOST: Final = "127.0.0.1"
 
 MIN_RESPAWN_INTERVAL_MS: Final = 10
 """Least ``respawn_interval_ms``: an entry that returns at once never spins the CPU."""
+
+MIN_HEARTBEAT_TIMEOUT_MS: Final = 100
+"""Least ``heartbeat_timeout_ms`` when on. A worker beats every third of it; much below
+this, a busy machine's scheduling delays alone would make healthy workers look hung."""
 
 MAX_OPTIONS: Final = 64
 """Most ``[worker.source_options]`` entries; each is a short scalar."""
@@ -112,6 +118,11 @@ def holds(valid: Callable[[Any], bool], rule: ConfigRule) -> Validator:
 def in_range(low: int, high: int) -> Validator:
     """An integer between ``low`` and ``high``, both included."""
     return holds(lambda value: low <= value <= high, ConfigRule.OUT_OF_RANGE)
+
+
+def off_or_range(low: int, high: int) -> Validator:
+    """0 (the feature is off), or an integer between ``low`` and ``high``, both included."""
+    return holds(lambda value: value == 0 or low <= value <= high, ConfigRule.OUT_OF_RANGE)
 
 
 def each(valid: Callable[[str], bool], rule: ConfigRule, most: int | None = None) -> Validator:
