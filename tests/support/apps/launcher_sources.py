@@ -2,6 +2,7 @@
 
 import os
 import sys
+import time
 
 from coretsia.worker_protocol.task_source import TaskSourceContext
 
@@ -121,6 +122,45 @@ def raising(context):
 
 def exits(context):
     raise SystemExit(0)
+
+
+class LongTask:
+    """Runs ``task_ms`` (source option): busy in Python bytecode, or asleep in C."""
+
+    def __init__(self, seconds, busy):
+        self.seconds, self.busy = seconds, busy
+
+    def run(self):
+        record("run")
+        deadline = time.monotonic() + self.seconds
+        if self.busy:
+            while time.monotonic() < deadline:
+                pass
+        else:
+            time.sleep(self.seconds)
+
+    def complete(self, result):
+        record("complete")
+
+    def fail(self, error):
+        record(f"fail {type(error).__name__}")
+
+
+class LongSource(Source):
+    """One long task, then blocks until stop."""
+
+    given = False
+
+    def receive(self):
+        if self.given:
+            return super().receive()
+        self.given = True
+        options = self.context.options
+        return LongTask(options["task_ms"] / 1000, options["busy"])
+
+
+def long_task(context):
+    return LongSource(context, "blocking")
 
 
 class Nested:

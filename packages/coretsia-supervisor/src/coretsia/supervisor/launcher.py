@@ -48,7 +48,9 @@ descriptors: the launcher writes worker-channel frames (newline-delimited JSON, 
 :mod:`coretsia.worker_protocol.worker_conversation` allows) on the channel socket: ``ready`` (token
 ``null``: the inherited descriptor proves who speaks) once ``assert_ready`` passed;
 ``failed`` with a reason token before every exit with status 1 (except the parent-death
-case, when nobody is listening); ``retiring`` before a ``max_requests`` exit. The stop
+case, when nobody is listening); ``retiring`` before a ``max_requests`` exit; with
+``heartbeat_timeout_ms`` in the generation, ``heartbeat`` from ``ready`` on, every third
+of it, from a thread of its own (:mod:`coretsia.supervisor.worker.heartbeat`). The stop
 descriptor becomes readable (EOF) when a cooperative stop is requested; the launcher and
 the task source wait on it with ``poll``/``select``, never by sleeping in a loop. Both
 descriptors are made non-inheritable, so processes the application spawns do not get them.
@@ -174,7 +176,7 @@ def _run(argv: list[str], *, armed: bool) -> int:
         reporter.fail(reason, error)
         return EXIT_FAILURE
     finally:
-        channel.close()
+        reporter.close()
 
 
 def _serve(
@@ -192,6 +194,8 @@ def _serve(
     except GenerationError as error:
         raise failure("CHILD_START_FAILED") from error
     reporter.debug = spec.get("debug") is True
+    if "heartbeat_timeout_ms" in spec:  # absent: off (a generation written by hand)
+        reporter.heartbeat_timeout_ms = _count(spec, "heartbeat_timeout_ms", 0)
     workers = _count(spec, "workers", 0)
     if slot < workers:
         _extend_path(root, spec.get("app_path"))

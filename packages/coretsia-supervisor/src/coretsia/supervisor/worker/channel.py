@@ -9,6 +9,11 @@ Both share one conversation, so the grant is only ever read for a request that w
 The channel is the C-level ``_socket`` type, not :mod:`socket`: a worker needs no more
 than ``sendall`` and ``recv``, and :mod:`socket` with :mod:`selectors` is about 0.5 MiB
 of every worker's memory.
+
+With the heartbeat on (:mod:`.heartbeat`), a second thread sends frames too: from then on
+every frame goes out whole under one lock, so two frames never interleave on the wire,
+and the channel is closed under it, so a beat never writes into a descriptor number
+reused after the close. With it off there is no lock and no other thread.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from coretsia.supervisor.worker import EXIT_CONTRACT, WorkerExit, failure
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import _socket
+    from _thread import LockType
     from collections.abc import Callable
 
     from coretsia.worker_protocol.catalogue import Reason
@@ -45,6 +51,21 @@ def open_channel(fd: int) -> _socket.socket:
     return channel
 
 
+class _Unlocked:
+    """The lock of a reporter that is its worker's only sender: none at all."""
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+_UNLOCKED = _Unlocked()
+
+
 class Reporter:
     """Sends frames through the conversation, never failing: a closed channel means
     nobody listens.
@@ -53,7 +74,15 @@ class Reporter:
     :class:`~coretsia.worker_protocol.exceptions.LocalProtocolError` propagates.
     """
 
-    __slots__ = ("_flags", "channel", "conversation", "debug")
+    __slots__ = (
+        "_closed",
+        "_flags",
+        "channel",
+        "conversation",
+        "debug",
+        "heartbeat_timeout_ms",
+        "lock",
+    )
 
     def __init__(self, channel: _socket.socket) -> None:
         import _socket
@@ -63,6 +92,11 @@ class Reporter:
         self.channel = channel
         self.conversation = WorkerConversation()
         self.debug = False
+        self.heartbeat_timeout_ms = 0
+        """The generation's: after ``ready``, beat every third of it; 0: never."""
+        self.lock: LockType | _Unlocked = _UNLOCKED
+        """Held around each frame and the close once a second thread sends (heartbeat)."""
+        self._closed = False
         self._flags: int = getattr(_socket, "MSG_NOSIGNAL", 0)
 
     @property
@@ -70,13 +104,43 @@ class Reporter:
         """Whether ``ready`` went (a failure from now on is a lifecycle failure)."""
         return self.conversation.ready
 
-    def send(self, frame: WorkerFrame) -> None:
-        """Send ``frame`` if the conversation allows it."""
-        data = self.conversation.send(frame)
-        try:
-            self.channel.sendall(data, self._flags)
-        except OSError:
-            pass  # the supervisor is gone; the exit status still tells the guardian
+    def report_ready(self) -> None:
+        """Send ``ready``; then, if the generation asks for it, start the heartbeat."""
+        from coretsia.worker_protocol.worker_channel import Heartbeat, Ready
+
+        self.send(Ready())
+        if self.heartbeat_timeout_ms:
+            from coretsia.supervisor.worker.heartbeat import beat_every
+
+            self._lock_sends()
+            # A fork (an application's multiprocessing child) copies the lock as it was,
+            # possibly held by the beating thread, which the child does not have.
+            os.register_at_fork(after_in_child=self._lock_sends)
+            heartbeat = Heartbeat()
+            beat_every(self.heartbeat_timeout_ms, lambda: self.send(heartbeat))
+
+    def _lock_sends(self) -> None:
+        import _thread
+
+        self.lock = _thread.allocate_lock()
+
+    def send(self, frame: WorkerFrame) -> bool:
+        """Send ``frame`` if the conversation allows it; False once nobody listens."""
+        with self.lock:
+            if self._closed:
+                return False
+            data = self.conversation.send(frame)
+            try:
+                self.channel.sendall(data, self._flags)
+            except OSError:
+                return False  # the supervisor is gone; the exit status tells the guardian
+            return True
+
+    def close(self) -> None:
+        """Close the channel, after any frame being sent; nothing is sent afterwards."""
+        with self.lock:
+            self._closed = True
+            self.channel.close()
 
     def fail(self, reason: Reason, error: BaseException | None) -> None:
         """Say why the worker is about to exit with status 1."""

@@ -88,7 +88,6 @@ def serve_tasks(
     """Resolve the task source, report ready, run the sequential loop."""
     from coretsia.supervisor.worker.channel import Retirement
     from coretsia.supervisor.worker.loop import work
-    from coretsia.worker_protocol.worker_channel import Ready
 
     task_type = spec.get("task_type")
     if task_type not in ("queue", "http"):
@@ -99,7 +98,7 @@ def serve_tasks(
     context = SourceContext(str(task_type), slot, stop, generation, options)
     hooks = resolve_hooks(spec)
     source = resolve_source(spec.get("task_source"), context)
-    reporter.send(Ready())
+    reporter.report_ready()
     return work(
         source,
         context,

@@ -28,7 +28,6 @@ from coretsia.supervisor.process.rules import EVENT_LOOPS, IPC_NONE, KIND_FUNCTI
 from coretsia.supervisor.process.worker.pool import WorkerPool
 from coretsia.supervisor.worker import EXIT_CONTRACT, EXIT_FAILURE, WorkerExit
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.worker_channel import Ready
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -91,7 +90,7 @@ class EntryBoot:
             raise WorkerExit(EXIT_FAILURE, Reason.CHILD_START_FAILED) from error
         pool = WorkerPool(entry.worker_id, entry.name, generation, stop, reporter, endpoint)
         pool._install()
-        reporter.send(Ready())
+        reporter.report_ready()
         try:
             if entry.enable_async:
                 terminated = _run_async(run, pool, entry.worker_id, str(loop))
