@@ -190,6 +190,32 @@ def _log(event, slot):
         os.close(fd)
 
 
+class LongTask(IdleSource):
+    """One task that keeps the worker busy in Python bytecode for ``task_ms`` (a source
+    option), logged as ``task-started``/``task-ended`` in recycle.log; then idle."""
+
+    given = False
+
+    def receive(self):
+        if self.given:
+            return super().receive()
+        self.given = True
+        seconds = self.ctx.options["task_ms"] / 1000
+
+        def busy():
+            _log("task-started", self.ctx.slot)
+            deadline = time.monotonic() + seconds
+            while time.monotonic() < deadline:
+                pass
+            _log("task-ended", self.ctx.slot)
+
+        return Task(busy)
+
+
+def long_task(ctx):
+    return LongTask(ctx)
+
+
 class Logged(Quick):
     """Quick tasks; logs its readiness and its clean exit, for the recycle test."""
 

@@ -70,6 +70,8 @@ class Slot:
     """When the current worker became ready, for an entry's back-off reset."""
     rapid_exits: int = 0
     """Consecutive short-lived workers of an entry: the back-off exponent."""
+    unresponsive: bool = False
+    """The current worker, ready, has been silent past ``heartbeat_timeout_ms``."""
 
     def renew(self, now: float) -> None:
         """Forget the previous worker: a new one is being spawned."""
@@ -83,6 +85,7 @@ class Slot:
         self.channel_closed = trio.Event()
         self.spawned_at = now
         self.ready_at = None
+        self.unresponsive = False
 
 
 @attrs.define
@@ -186,13 +189,19 @@ class Pool:
         )
 
     def health(self) -> HealthResponse:
-        """Healthy only when running, every slot ready and no failure pending."""
+        """Healthy only when running, every slot ready and heard from, no failure pending.
+
+        A silent slot comes before a slot being replaced: a recycle ends by itself, a
+        hung worker may be waiting for someone to act.
+        """
         if self.failure is not None:
             reason = HealthReason.CHILD_FAILURE_PENDING
         elif self.status is PoolStatus.STARTING:
             reason = HealthReason.STARTING
         elif self.status is PoolStatus.STOPPING:
             reason = HealthReason.STOPPING
+        elif any(slot.unresponsive for slot in self.slots):
+            reason = HealthReason.SLOT_UNRESPONSIVE
         elif not self.all_ready:
             reason = HealthReason.SLOTS_NOT_READY
         else:

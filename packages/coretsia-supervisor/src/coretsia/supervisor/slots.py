@@ -10,6 +10,10 @@ failed tasks, and never writes into a channel closed under it.
 A worker's exit (the guardian's channel) and its last frames (its own channel) travel on
 different sockets: the exit is judged only once the worker's channel reached its end, so
 a ``retiring`` or ``failed`` frame is never overtaken by the exit it announced.
+
+With ``heartbeat_timeout_ms`` on, each worker's life also runs its
+:class:`~coretsia.supervisor.heartbeat_watch.HeartbeatWatch` from ``ready`` to its exit;
+every frame the reader gets renews it.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import trio
 
 from coretsia.supervisor.config import PoolConfig
 from coretsia.supervisor.guardian_link import GuardianLink
+from coretsia.supervisor.heartbeat_watch import HeartbeatWatch
 from coretsia.supervisor.pool import Pool, Slot, SlotState, StopCause
 from coretsia.supervisor.respawn import RespawnPolicy
 from coretsia.worker_protocol.catalogue import Reason
@@ -67,10 +72,12 @@ supervisor at the same instant: a graceful stop must not be misread as a crash."
 
 
 class _Channel(NamedTuple):
-    """Our end of one worker's channel and the rules it follows."""
+    """Our end of one worker's channel, the rules it follows, and (heartbeat on) when the
+    worker was last heard."""
 
     sock: trio.socket.SocketType
     conversation: SupervisorConversation
+    heartbeat: HeartbeatWatch | None
 
 
 class _Next(enum.Enum):
@@ -133,6 +140,7 @@ class Slots:
             processes.restart_backoff_max_ms / 1000,
         )
         self._start_timeout_s = config.budgets.start_timeout_ms / 1000
+        self._heartbeat_timeout_s = config.budgets.heartbeat_timeout_ms / 1000
         self._artifact_root = artifact_root
         self._on_ready = on_ready
         self._turns = RetireTurns()
@@ -175,7 +183,12 @@ class Slots:
         Return our end of the channel, or None when the guardian could not be asked (the
         pool has failed)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        channel = _Channel(trio.socket.from_stdlib_socket(ours), SupervisorConversation())
+        timeout_s = self._heartbeat_timeout_s
+        channel = _Channel(
+            trio.socket.from_stdlib_socket(ours),
+            SupervisorConversation(),
+            HeartbeatWatch(timeout_s) if timeout_s else None,
+        )
         slot.renew(trio.current_time())
         event("worker.spawned", slot=slot.index)  # stamped with spawned_at: the request
         try:
@@ -194,11 +207,19 @@ class Slots:
         asked for it and its turn comes. Return how it exited."""
         async with trio.open_nursery() as life:
             life.start_soon(self._retire_when_granted, slot, channel)
+            if channel.heartbeat is not None:
+                life.start_soon(self._watch_heartbeat, slot, channel.heartbeat)
             await slot.exited.wait()
             with trio.move_on_after(LAST_WORDS_S):
                 await slot.channel_closed.wait()
             life.cancel_scope.cancel()
         return slot.exit_kind
+
+    async def _watch_heartbeat(self, slot: Slot, heartbeat: HeartbeatWatch) -> None:
+        """From ``ready`` on (a booting worker is the start timeout's business)."""
+        await slot.settled.wait()
+        if slot.state is SlotState.READY:
+            await heartbeat.watch(slot)
 
     async def _retire_when_granted(self, slot: Slot, channel: _Channel) -> None:
         await slot.granted.wait()
@@ -276,8 +297,10 @@ class Slots:
                 while (frame := conversation.next_event()) is not Need.CLOSED:
                     if frame is Need.DATA:
                         conversation.receive_data(await channel.sock.recv(4096))
-                    else:
-                        self._on_frame(slot, frame)
+                        continue
+                    if channel.heartbeat is not None:
+                        channel.heartbeat.heard()  # any frame: a heartbeat says no more
+                    self._on_frame(slot, frame)
         except ProtocolError:
             self._pool.fail(conversation.failure())
         except OSError:
