@@ -5,7 +5,8 @@ package: :mod:`.contract` checks what the spawner passed, :mod:`.channel` is the
 end of its channel (every frame it sends or reads passes the sans-IO
 :class:`~coretsia.worker_protocol.worker_conversation.WorkerConversation`),
 :mod:`.tasks` resolves the task source and hands it to :mod:`.loop`, the sequential
-units of work. A slot past the task workers runs a process entry instead
+units of work; :mod:`.heartbeat`, only when the generation asks for it, beats from
+``ready`` on. A slot past the task workers runs a process entry instead
 (:mod:`coretsia.supervisor.process.worker`).
 
 This module holds the little that every one of them needs: the exit statuses,
