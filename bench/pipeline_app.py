@@ -59,7 +59,7 @@ def _probe() -> None:
 
     Read from the caller's frames (``SqliteTask.run`` holds the task, whose private
     ``_source`` is the ``SqliteSource``, whose ``queue`` is the ``SqliteQueue``, whose
-    private ``_conn`` is the connection): two
+    private ``_conn`` is its ``Connection``, whose ``raw`` is the sqlite3 connection): two
     ``PRAGMA`` reads, a few microseconds, on the first task only. There is no public way
     to reach that connection, so when those names change the line says so
     (``<pid> unprobed <why>``) and the benchmark stops with that reason instead of
@@ -75,9 +75,9 @@ def _probe() -> None:
     while frame is not None:
         queue = getattr(getattr(frame.f_locals.get("self"), "_source", None), "queue", None)
         if queue is not None:
-            conn = getattr(queue, "_conn", None)
+            conn = getattr(getattr(queue, "_conn", None), "raw", None)
             if conn is None:
-                why = f"{type(queue).__name__} has no _conn"
+                why = f"{type(queue).__name__} has no _conn.raw"
                 _append(PROBE, f"{os.getpid()} unprobed {why}\n")
                 return
             journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
