@@ -67,9 +67,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import harness.bytecode
+import harness.machine
 import psutil
-import run  # beside this script (sys.path[0]): the helpers shared with `nox -s bench`
-from run import Results, alive, load_average, median
+from harness.machine import load_average
+from harness.processes import alive, descendants_named, processes_in
+from harness.results import Results, median, save
 
 from coretsia.sources.sqlite_queue import SqliteQueue
 
@@ -145,9 +148,9 @@ def kill(proc: subprocess.Popen[bytes], root: Path) -> list[int]:
     ``proc``'s own tree is walked only while ``proc`` is not reaped (``poll()`` is None):
     until then its pid cannot be reused, afterwards it may be anyone's. Whatever it left
     behind still runs in ``root`` (every process of a pool or consumer works there), and
-    ``run.processes_in`` finds it. Once ``proc`` is reaped it is forgotten.
+    ``processes_in`` finds it. Once ``proc`` is reaped it is forgotten.
     """
-    found = {p.pid: p for p in run.processes_in(root)}
+    found = {p.pid: p for p in processes_in(root)}
     if proc.poll() is None:
         with contextlib.suppress(psutil.Error):
             top = psutil.Process(proc.pid)
@@ -224,7 +227,7 @@ def _workers_of(proc: subprocess.Popen[bytes]) -> list[int]:
     if proc.poll() is not None:
         return []
     with contextlib.suppress(psutil.Error):
-        return [p.pid for p in run.descendants_named(psutil.Process(proc.pid), LAUNCHER)]
+        return [p.pid for p in descendants_named(psutil.Process(proc.pid), LAUNCHER)]
     return []
 
 
@@ -884,7 +887,7 @@ def _durability(results: Results) -> list[str]:
 def machine() -> dict[str, object]:
     import huey
 
-    return {**run.machine(), "huey": huey.__version__}
+    return {**harness.machine.machine(), "huey": huey.__version__}
 
 
 def ensure_bytecode() -> None:
@@ -897,7 +900,7 @@ def ensure_bytecode() -> None:
 
     import huey
 
-    run.ensure_bytecode()
+    harness.bytecode.ensure_bytecode()
     compileall.compile_dir(os.path.dirname(huey.__file__), quiet=1)
 
 
@@ -991,7 +994,7 @@ def main() -> int:
             *(f"- {note}" for note in results.notes),
         ]
     )
-    run.save(results, text, started, prefix="queue-")
+    save(results, text, started, prefix="queue-")
     return 0
 
 
