@@ -25,6 +25,10 @@ from __future__ import annotations
 import os
 import time
 
+TYPE_CHECKING = False  # not typing's: as in bench_app.py, a worker need not import typing
+if TYPE_CHECKING:
+    from types import FrameType
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 RECORDS = os.path.join(_HERE, "records.log")
 PROBE = os.path.join(_HERE, "probe.log")
@@ -71,7 +75,7 @@ def _probe() -> None:
     _probed = True
     import sys
 
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         queue = getattr(getattr(frame.f_locals.get("self"), "_source", None), "queue", None)
         if queue is not None:
