@@ -139,10 +139,10 @@ def lint(session: nox.Session) -> None:
 
 @nox.session
 def typecheck(session: nox.Session) -> None:
-    """mypy --strict over every packages/*/src, then the tests' profile over tests/.
+    """mypy --strict over every packages/*/src and bench/, then the tests' profile over tests/.
 
-    Both read the root pyproject config: the packages and tests/support's helpers are
-    strict; the tests and the test applications check every body with relaxed
+    Both read the root pyproject config: the packages, the benchmarks and tests/support's
+    helpers are strict; the tests and the test applications check every body with relaxed
     annotation rules (its ``[[tool.mypy.overrides]]``).
     """
     _sync(session, "--all-packages")

@@ -25,6 +25,10 @@ from __future__ import annotations
 import os
 import time
 
+TYPE_CHECKING = False  # not typing's: as in bench_app.py, a worker need not import typing
+if TYPE_CHECKING:
+    from types import FrameType
+
 _HERE = os.path.dirname(os.path.abspath(__file__))
 RECORDS = os.path.join(_HERE, "records.log")
 PROBE = os.path.join(_HERE, "probe.log")
@@ -59,7 +63,7 @@ def _probe() -> None:
 
     Read from the caller's frames (``SqliteTask.run`` holds the task, whose private
     ``_source`` is the ``SqliteSource``, whose ``queue`` is the ``SqliteQueue``, whose
-    private ``_conn`` is the connection): two
+    private ``_conn`` is its ``Connection``, whose ``raw`` is the sqlite3 connection): two
     ``PRAGMA`` reads, a few microseconds, on the first task only. There is no public way
     to reach that connection, so when those names change the line says so
     (``<pid> unprobed <why>``) and the benchmark stops with that reason instead of
@@ -71,13 +75,13 @@ def _probe() -> None:
     _probed = True
     import sys
 
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         queue = getattr(getattr(frame.f_locals.get("self"), "_source", None), "queue", None)
         if queue is not None:
-            conn = getattr(queue, "_conn", None)
+            conn = getattr(getattr(queue, "_conn", None), "raw", None)
             if conn is None:
-                why = f"{type(queue).__name__} has no _conn"
+                why = f"{type(queue).__name__} has no _conn.raw"
                 _append(PROBE, f"{os.getpid()} unprobed {why}\n")
                 return
             journal = conn.execute("PRAGMA journal_mode").fetchone()[0]
