@@ -160,6 +160,14 @@ def _distribution(wheel: Path) -> str:
     return wheel.name.split("-")[0].replace("_", "-")
 
 
+def _extras(wheel: Path) -> list[str]:
+    """The extras a wheel declares (``Provides-Extra`` in its metadata)."""
+    with zipfile.ZipFile(wheel) as zf:
+        metadata = next(n for n in zf.namelist() if n.endswith(".dist-info/METADATA"))
+        lines = zf.read(metadata).decode("utf-8").splitlines()
+    return [line.split(":", 1)[1].strip() for line in lines if line.startswith("Provides-Extra:")]
+
+
 def _check_wheel(wheel: Path) -> None:
     """The wheel holds only its own sub-package of the coretsia namespace."""
     with zipfile.ZipFile(wheel) as zf:
@@ -203,12 +211,15 @@ def build(session: nox.Session) -> None:
             sub = _sub_package(distribution)
             venv = Path(tmp) / distribution
             session.run("uv", "venv", "--quiet", "--python", python, str(venv))
+            extras = ",".join(_extras(wheel))
             session.run(
                 "uv", "pip", "install", "--quiet", "--python", str(venv / "bin" / "python"),
-                "--find-links", str(dist), "--constraint", str(constraints), str(wheel),
+                "--find-links", str(dist), "--constraint", str(constraints),
+                f"{wheel}[{extras}]" if extras else str(wheel),
             )  # fmt: skip
-            # Import every module (entry points and Windows-only code aside): an import
-            # of a package the wheel does not declare fails here, not in production.
+            # Import every module (entry points and Windows-only code aside), with the
+            # wheel's declared extras (the protocol's `runtime` channel needs trio): an
+            # import of a package the wheel does not declare fails here, not in production.
             check = (
                 f"import importlib, pkgutil, coretsia.{sub} as p, coretsia.{sub}._version as v\n"
                 f"assert v.__version__ == {VERSION!r}, v.__version__\n"
