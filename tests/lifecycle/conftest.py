@@ -7,18 +7,19 @@ cannot give that level; the other modules run with the default level (``auto``).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pools import write_root
 from shared_fixtures import DRIVERS
 
-from coretsia.worker_protocol.internal.runtime import cgroup, pidns
+from coretsia.supervisor import containment as levels
+from coretsia.worker_protocol.internal.runtime import cgroup
+from coretsia.worker_protocol.vocabulary import Containment
 
 LEVELS = ("namespace", "cgroup", "process")
 """The containment levels, strongest first (``auto`` picks the first available)."""
-
-_AVAILABLE = {"namespace": pidns.available, "cgroup": cgroup.available}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -36,12 +37,19 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture
-def root(short_root: Path, request: pytest.FixtureRequest) -> Path:
-    """A pool root with the driver (and containment level, if any) of its parameter."""
+def root(short_root: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A pool root with the driver (and containment level, if any) of its parameter.
+
+    At teardown (after its supervisors stopped) no cgroup of this root may be left.
+    """
     driver, level = request.param
-    if level is not None and not _AVAILABLE.get(level, lambda: True)():
-        pytest.skip(f"containment {level} is not available here (root, cgroup v2, Linux)")
-    return write_root(short_root, driver=driver, containment=level)
+    if level is not None and not levels.available(Containment(level)):
+        pytest.skip(f"containment {level} is not available here (it needs root, Linux)")
+    yield write_root(short_root, driver=driver, containment=level)
+    parent = cgroup.base()
+    if parent is not None:
+        left = cgroup.GenerationCgroup.left_behind(parent, levels.root_id(short_root))
+        assert [group.path.name for group in left] == []
 
 
 @pytest.fixture

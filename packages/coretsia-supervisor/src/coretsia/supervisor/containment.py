@@ -20,23 +20,26 @@ from coretsia.worker_protocol.internal.guardian import ROOT_ID_HEX_LEN
 from coretsia.worker_protocol.internal.runtime import cgroup, pidns
 from coretsia.worker_protocol.vocabulary import Containment, ContainmentRequest
 
-_STRONGEST_FIRST = (
-    (Containment.NAMESPACE, pidns.available),
-    (Containment.CGROUP, cgroup.available),
-)
+_STRONGEST_FIRST = (Containment.NAMESPACE, Containment.CGROUP)
+
+
+def available(level: Containment) -> bool:
+    """Whether this process could give its generations ``level`` (``process``: always)."""
+    if level is Containment.NAMESPACE:
+        return pidns.available()
+    if level is Containment.CGROUP:
+        return cgroup.available()
+    return True
 
 
 def resolve_containment(requested: ContainmentRequest) -> Containment:
     """The level in force; ``worker.containment`` unavailable if an explicit one is not."""
-    if requested is ContainmentRequest.PROCESS:
-        return Containment.PROCESS
-    for level, available in _STRONGEST_FIRST:
-        if requested is ContainmentRequest.AUTO or requested.value == level.value:
-            if available():
-                return level
-            if requested is not ContainmentRequest.AUTO:
-                raise WorkerConfigError("worker.containment", ConfigRule.UNAVAILABLE)
-    return Containment.PROCESS
+    if requested is ContainmentRequest.AUTO:
+        return next((lvl for lvl in _STRONGEST_FIRST if available(lvl)), Containment.PROCESS)
+    level = Containment(requested.value)
+    if not available(level):
+        raise WorkerConfigError("worker.containment", ConfigRule.UNAVAILABLE)
+    return level
 
 
 def root_id(root: Path) -> str:
