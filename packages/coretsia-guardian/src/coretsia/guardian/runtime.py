@@ -96,6 +96,8 @@ class Generation:
         except OSError:
             self.post(GenerationFailed(reason=Reason.CONTAINMENT_FAILED))
             return False
+        for helper in self._container.helper_pids():
+            self.post(HostStarted(pid=helper))  # the namespace's init: known to the sweep
         env[PARENT_PID_ENV] = str(self._container.parent_pid)
         shared = (self._stop_read, self._fence_fd)
         if self._hello.driver is Driver.FORK:

@@ -115,7 +115,8 @@ class Exited(Frame, kw_only=True):
 
 
 class HostStarted(Frame, kw_only=True):
-    """Guardian to supervisor: the proc host runs as ``pid`` (driver ``proc`` only).
+    """Guardian to supervisor: a helper of the guardian runs as ``pid``: the proc host
+    (driver ``proc``), or the init of the generation's PID namespace (``namespace``).
 
     The supervisor, a subreaper, inherits it if the guardian dies; a dead process's
     environment cannot be read, so the pid is how the sweep knows it for its own.
