@@ -31,7 +31,7 @@ from coretsia.worker_protocol.internal.guardian import (
     decode_guardian_frame,
     encode_guardian_frame,
 )
-from coretsia.worker_protocol.vocabulary import Driver
+from coretsia.worker_protocol.vocabulary import Containment, Driver
 
 
 class Guardian(FramedPeer):
@@ -71,6 +71,8 @@ def hello(
             force_kill_timeout_ms=500,
             umask=0o022,
             log_json=False,
+            containment=Containment.PROCESS,
+            root_id="0" * 16,
         )
     )
 

@@ -30,12 +30,16 @@ from pools import (
     write_root,
 )
 
+from coretsia.guardian.containers import INIT_MODULE
 from coretsia.worker_protocol import lock
 from coretsia.worker_protocol.lifecycle import FENCE_PATH, LOCATOR_PATH
 
 STOP_MS = 1000
 FORCE_KILL_MS = 500
 BUDGET_S = (STOP_MS + 2 * FORCE_KILL_MS) / 1000
+EVERY_CONTAINMENT = True
+"""Each test runs at every containment level the machine offers (see the conftest)."""
+
 SLACK_S = 1.0
 """For a loaded 2-core machine: process exits, the supervisor's sweep, the polling here."""
 
@@ -193,20 +197,25 @@ class TestDescendants:
             assert supervisor.finish() == 1
         _assert_contained(root, ended_at)
 
-    def test_adopted_orphans_are_reaped_at_once(self, root: Path, supervisors: Supervisors) -> None:
-        """An escapee the guardian adopted is reaped as soon as it dies: no zombie lingers.
+    def test_adopted_orphans_are_reaped_at_once(
+        self, root: Path, supervisors: Supervisors, containment: str
+    ) -> None:
+        """An escapee that lost its parent is reaped as soon as it dies: no zombie lingers.
 
-        The cleanup waits skip zombies, so this is the one check that the guardian's
-        reaper really reaps what it never spawned.
+        The cleanup waits skip zombies, so this is the one check that its adopter really
+        reaps what it never spawned: the guardian (a subreaper), or inside a PID
+        namespace the namespace's init (orphans never leave their namespace).
         """
         _configure(root, task_source="lifecycle_app:spawning")
         supervisor = supervisors(root)
         supervisor.wait_running()
-        guardian = supervisor.guardian()
+        adopter = supervisor.guardian()
+        if containment == "namespace":
+            (adopter,) = supervisor._named(INIT_MODULE)
 
         def adopted() -> set[int]:
-            """The guardian's childless children: workers and the proc host have children."""
-            return {p.pid for p in guardian.children() if not _children(p)}
+            """The adopter's childless children: workers and the proc host have children."""
+            return {p.pid for p in adopter.children() if not _children(p)}
 
         wait_for(lambda: len(adopted()) == 2)  # each worker's double-forked escapee
         escapees = adopted()
@@ -219,9 +228,15 @@ class TestDescendants:
 
 class TestGenerationFence:
     def test_no_overlap_while_old_processes_live(
-        self, root: Path, supervisors: Supervisors
+        self, root: Path, supervisors: Supervisors, containment: str
     ) -> None:
-        """With supervisor and guardian both killed, a survivor holding the fence blocks start."""
+        """With supervisor and guardian both killed, a survivor holding the fence never runs
+        beside a new generation.
+
+        In a PID namespace it dies with the namespace. Otherwise it lives on, and the
+        root says ``draining``, until the next ``start`` kills it (its cgroup, or its
+        environment mark) before it claims the fence.
+        """
         _configure(root, task_source="lifecycle_app:forked_holder", workers=1)
         supervisor = supervisors(root)
         supervisor.wait_running()
@@ -229,25 +244,69 @@ class TestGenerationFence:
         guardian = supervisor.guardian()
         helpers = {guardian.pid, *(p.pid for p in supervisor._named("coretsia.proc_host"))}
         (worker,) = [w for w in supervisor.workers() if w.ppid() in helpers]
+        holder = [p for p in _children(worker) if p.pid not in helpers]
         for proc in (psutil.Process(supervisor.proc.pid), guardian):
             proc.send_signal(signal.SIGKILL)
         supervisor.proc.wait(timeout=30)
         psutil.wait_procs([guardian, worker], timeout=10)  # the worker dies with its parent
         wait_for(lambda: not lock_held(root))
-        survivors = processes_in(root)
-        assert len(survivors) == 1  # the forked child: nobody is left to kill it
-        blocked = supervisors(root)
-        assert blocked.finish() == 1
-        assert blocked.error == ("CORETSIA_WORKER_ALREADY_RUNNING: worker-generation-draining")
-        status = cli(root, "status", "--json")
-        assert status.returncode == 1
-        assert json.loads(status.stdout) == {
-            "reason": "worker-generation-draining",
-            "status": "draining",
-        }
-        survivors[0].kill()
-        psutil.wait_procs(survivors, timeout=10)
+        if containment == "namespace":
+            assert wait_gone(root, SLACK_S) == []  # the forked child died with its namespace
+        else:
+            survivors = processes_in(root)
+            assert [p.pid for p in survivors] == [p.pid for p in holder]  # nobody killed it
+            status = cli(root, "status", "--json")
+            assert status.returncode == 1
+            assert json.loads(status.stdout) == {
+                "reason": "worker-generation-draining",
+                "status": "draining",
+            }
         again = supervisors(root)
         again.wait_running()
+        assert all(not p.is_running() or p.status() == psutil.STATUS_ZOMBIE for p in holder)
         assert cli(root, "stop").returncode == 0
         assert again.finish() == 0
+
+
+class TestEscapees:
+    def test_a_setsid_escapee_never_runs_beside_a_new_generation(
+        self, root: Path, supervisors: Supervisors, containment: str
+    ) -> None:
+        """A task's ``setsid sleep 1000`` (``subprocess``, ``close_fds``: no descriptor of
+        ours, so no fence) survives nothing the kernel or the next ``start`` can see.
+
+        Supervisor and guardian are SIGKILLed together. In a PID namespace the escapee is
+        gone within a second. Otherwise it lives until the next ``start``, which kills it
+        before any worker of the new generation boots (each one checks, while booting).
+        """
+        _configure(root, task_source="lifecycle_app:escaping", workers=1)
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        wait_for(lambda: (root / "escapee.pid").exists())
+        (escapee,) = [
+            psutil.Process(int(pid)) for pid in (root / "escapee.pid").read_text().split()
+        ]
+        guardian = supervisor.guardian()
+        killed_at = time.monotonic()
+        for proc in (psutil.Process(supervisor.proc.pid), guardian):
+            proc.send_signal(signal.SIGKILL)
+        supervisor.proc.wait(timeout=30)
+        if containment == "namespace":
+            assert wait_gone(root, killed_at + 1.0 - time.monotonic()) == []
+            assert not lock_held(root)
+            return
+        wait_for(lambda: not lock_held(root))
+        assert escapee.is_running()  # nobody is left to kill it
+        assert escapee.status() != psutil.STATUS_ZOMBIE
+        _configure(root, task_source="lifecycle_app:escapee_watch", workers=2)
+        again = supervisors(root)
+        again.wait_running()
+        assert (root / "escapee-seen.log").read_text().split() == ["0", "0"]
+        assert not escapee.is_running() or escapee.status() == psutil.STATUS_ZOMBIE
+        assert cli(root, "stop").returncode == 0
+        assert again.finish() == 0
+        killed = [
+            log["count"] for log in again.logs if log["event"] == "guardian.left-behind-killed"
+        ]
+        # At the cgroup level the cgroup goes first; the environment scan then finds none.
+        assert killed == ([1] if containment == "process" else [])

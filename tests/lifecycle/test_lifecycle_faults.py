@@ -29,7 +29,10 @@ from coretsia.worker_protocol.internal.proc_host import (
     decode_proc_host_frame,
     encode_proc_host_frame,
 )
-from coretsia.worker_protocol.vocabulary import Driver
+from coretsia.worker_protocol.vocabulary import Containment, Driver
+
+EVERY_CONTAINMENT = True
+"""Each test runs at every containment level the machine offers (see the conftest)."""
 
 STOP_MS = 1000
 FORCE_KILL_MS = 500
@@ -194,6 +197,8 @@ class TestCatchAll:
             force_kill_timeout_ms=FORCE_KILL_MS,
             umask=0o022,
             log_json=True,
+            containment=Containment.PROCESS,
+            root_id="0" * 16,
         )
         with ours:
             code, out, err, lines = _run_wrapper(

@@ -16,6 +16,9 @@ import psutil
 import pytest
 from pools import cli, wait_for, wait_gone
 
+EVERY_CONTAINMENT = True
+"""Each test runs at every containment level the machine offers (see the conftest)."""
+
 UNSHARE = shutil.which("unshare")
 NSENTER = shutil.which("nsenter")
 

@@ -137,6 +137,8 @@ class TestSeedCatalogue:
             Reason.PEER_VERSION_MISMATCH,
             Reason.START_CANCELLED,
             Reason.GENERATION_DRAINING,
+            Reason.GENERATION_UNKILLABLE,
+            Reason.CONTAINMENT_FAILED,
             Reason.TASK_HOOK_FAILED,
             Reason.TASK_RESET_FAILED,
             Reason.RESTART_INTENSITY_EXCEEDED,

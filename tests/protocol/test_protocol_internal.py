@@ -24,7 +24,7 @@ from coretsia.worker_protocol.framing import MAX_FRAME_BYTES
 from coretsia.worker_protocol.internal import guardian as g
 from coretsia.worker_protocol.internal import proc_host as p
 from coretsia.worker_protocol.internal.handshake import check_peer_version
-from coretsia.worker_protocol.vocabulary import Driver, ShutdownPhase
+from coretsia.worker_protocol.vocabulary import Containment, Driver, ShutdownPhase
 
 SECRET = "sk_live_TOPSECRET_0451"
 
@@ -36,6 +36,8 @@ GUARDIAN_FRAMES: list[Any] = [
         force_kill_timeout_ms=1000,
         umask=0o022,
         log_json=False,
+        containment=Containment.PROCESS,
+        root_id="0" * 16,
     ),
     g.Welcome(peer_version="1.2.3", pid=77),
     g.Locked(),
@@ -123,6 +125,8 @@ HELLO = g.Hello(
     force_kill_timeout_ms=1,
     umask=0,
     log_json=True,
+    containment=Containment.PROCESS,
+    root_id="0" * 16,
 )
 
 

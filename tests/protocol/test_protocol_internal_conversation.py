@@ -31,7 +31,7 @@ from coretsia.worker_protocol.internal import guardian_conversation as gc
 from coretsia.worker_protocol.internal import proc_host as p
 from coretsia.worker_protocol.internal import proc_host_conversation as pc
 from coretsia.worker_protocol.internal.conversation import Conversation, Side
-from coretsia.worker_protocol.vocabulary import Driver, ShutdownPhase
+from coretsia.worker_protocol.vocabulary import Containment, Driver, ShutdownPhase
 
 OPENER, ANSWERER = Side.OPENER, Side.ANSWERER
 E = TypeVar("E", bound=WorkerError)
@@ -51,6 +51,8 @@ def hello(version: str = VERSION) -> g.Hello:
         force_kill_timeout_ms=500,
         umask=0o022,
         log_json=False,
+        containment=Containment.PROCESS,
+        root_id="0" * 16,
     )
 
 

@@ -41,6 +41,8 @@ from coretsia.worker_protocol.vocabulary import (
     MAX_PID,
     MAX_TIMEOUT_MS,
     MAX_WORKERS,
+    Containment,
+    ContainmentRequest,
     ControlCommand,
     Driver,
     DriverRequest,
@@ -100,6 +102,7 @@ def summaries(draw: st.DrawFn, min_workers: int = 1) -> PoolSummary:
         driver=draw(st.sampled_from(Driver)),
         control_transport=draw(st.sampled_from(Transport)),
         endpoint_hash=draw(hex32),
+        containment=draw(st.none() | st.sampled_from(Containment)),
     )
 
 
@@ -193,6 +196,8 @@ guardian_frames = st.one_of(
         force_kill_timeout_ms=ints,
         umask=ints,
         log_json=st.booleans(),
+        containment=st.sampled_from(Containment),
+        root_id=st.text("0123456789abcdef", min_size=16, max_size=16),
     ),
     welcome,
     st.just(g.Locked()),
@@ -252,6 +257,7 @@ KNOWN_KEYS = [
     "client_nonce",
     "code",
     "command",
+    "containment",
     "control_transport",
     "control_transport_requested",
     "credential",
@@ -273,6 +279,7 @@ KNOWN_KEYS = [
     "ready_worker_count",
     "reason",
     "retried",
+    "root_id",
     "server_nonce",
     "signal",
     "slot",
@@ -318,6 +325,7 @@ KNOWN_TAGS = [
 #: Strings that are valid somewhere: enum values, hex of the right lengths, a safe path.
 KNOWN_STRINGS = st.sampled_from(
     [m.value for e in (ControlCommand, PoolStatus, Driver, DriverRequest, Transport) for m in e]
+    + [m.value for e in (Containment, ContainmentRequest) for m in e]
     + [m.value for e in (TransportRequest, ShutdownPhase, HealthReason, Reason) for m in e]
     + [m.value for m in ErrorCode]
     + ["0" * 64, "a" * 32, "var/tmp/worker.sock", "127.0.0.1", "term", "kill", *KNOWN_TAGS]

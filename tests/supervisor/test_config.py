@@ -37,7 +37,7 @@ from coretsia.supervisor.task_sources import generation_spec
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerLifecycleFailedError
 from coretsia.worker_protocol.exit_codes import ExitCode
-from coretsia.worker_protocol.vocabulary import DriverRequest, TransportRequest
+from coretsia.worker_protocol.vocabulary import ContainmentRequest, DriverRequest, TransportRequest
 
 SECRET = "s3cr3t-value"
 
@@ -237,6 +237,15 @@ def test_driver_values_and_the_pcntl_alias(value: str, expected: DriverRequest) 
     assert config.to_generation_dict()["driver"] == expected.value  # "pcntl" never survives
 
 
+@pytest.mark.parametrize("level", ["auto", "namespace", "cgroup", "process"])
+def test_containment_levels(level: str) -> None:
+    """Each level is accepted as written and travels into the generation; auto by default."""
+    config = parse_config({"containment": level})
+    assert config.worker.containment is ContainmentRequest(level)
+    assert config.to_generation_dict()["containment"] == level
+    assert PoolConfig().worker.containment is ContainmentRequest.AUTO
+
+
 @pytest.mark.parametrize("transport", ["auto", "unix", "tcp"])
 def test_control_transports(transport: str) -> None:
     config = parse_config({"control": {"transport": transport}})
@@ -251,7 +260,7 @@ def test_generation_dict_is_plain_json_of_every_field(tmp_path: Path) -> None:
     # manager's snapshot instead).
     assert set(snapshot) == {
         "workers", "max_requests", "task_type", "task_source", "source_options",
-        "before_hooks", "after_hooks", "reset_hooks", "app_path", "driver",
+        "before_hooks", "after_hooks", "reset_hooks", "app_path", "driver", "containment",
         "control_transport", "tcp_host", "tcp_port", "socket_path", "state_path",
         "stop_flag_path", "start_timeout_ms", "stop_timeout_ms", "force_kill_timeout_ms",
         "heartbeat_timeout_ms", "debug", "ipc_type", "msg_queue_key", "event_loop",
@@ -524,6 +533,11 @@ CASES: list[tuple[str, str, ConfigRule]] = [
     ("driver = 'thread'", "worker.driver", ConfigRule.NOT_ONE_OF),
     ("driver = 'FORK'", "worker.driver", ConfigRule.NOT_ONE_OF),
     ("driver = ''", "worker.driver", ConfigRule.NOT_ONE_OF),
+    # containment
+    ("containment = 1", "worker.containment", ConfigRule.WRONG_TYPE),
+    ("containment = ['cgroup']", "worker.containment", ConfigRule.WRONG_TYPE),
+    ("containment = 'jail'", "worker.containment", ConfigRule.NOT_ONE_OF),
+    ("containment = 'CGROUP'", "worker.containment", ConfigRule.NOT_ONE_OF),
     # control.transport
     ("[worker.control]\ntransport = true", "worker.control.transport", ConfigRule.WRONG_TYPE),
     ("[worker.control]\ntransport = 'udp'", "worker.control.transport", ConfigRule.NOT_ONE_OF),

@@ -30,7 +30,7 @@ from coretsia.worker_protocol.control import (
 )
 from coretsia.worker_protocol.control_conversation import ClientConversation
 from coretsia.worker_protocol.framing import Need
-from coretsia.worker_protocol.vocabulary import ControlCommand, Driver, Transport
+from coretsia.worker_protocol.vocabulary import Containment, ControlCommand, Driver, Transport
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="UNIX control socket")
 
@@ -47,6 +47,7 @@ class Handler:
             pid=1,
             driver=Driver.FORK,
             transport=Transport.UNIX,
+            containment=Containment.PROCESS,
             endpoint_hash="0" * 32,
             slots=[Slot(0)],
         )

@@ -19,6 +19,7 @@ import pools
 import pytest
 from site_hooks import site_env
 
+from coretsia.guardian.containers import INIT_MODULE
 from coretsia.supervisor.drivers import resolve_driver
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
@@ -164,8 +165,10 @@ def test_a_failed_spawn_never_falls_back_to_the_other_driver(
     started = {pid: argv for pid, event, argv in entries if event == "start"}
     (guardian,) = [pid for pid, argv in started.items() if "coretsia.guardian" in argv]
     by_guardian = [
-        argv for pid, event, argv in entries if event == "posix_spawn" and pid == guardian
-    ]
+        argv
+        for pid, event, argv in entries
+        if event == "posix_spawn" and pid == guardian and INIT_MODULE not in argv
+    ]  # the PID namespace's init (containment auto, as root) is no driver's
     hosts = [pid for pid, argv in started.items() if "coretsia.proc_host" in argv]
     if driver == "fork":
         assert [argv[0] for argv in by_guardian] == ["/nonexistent/python"]

@@ -26,7 +26,7 @@ from coretsia.worker_protocol.internal.guardian import (
 )
 from coretsia.worker_protocol.internal.guardian_conversation import GuardianEnd
 from coretsia.worker_protocol.internal.runtime.channel import FramedChannel
-from coretsia.worker_protocol.vocabulary import Driver
+from coretsia.worker_protocol.vocabulary import Containment, Driver
 
 HELLO = Hello(
     peer_version="0.1.0",
@@ -35,6 +35,8 @@ HELLO = Hello(
     force_kill_timeout_ms=500,
     umask=0o022,
     log_json=False,
+    containment=Containment.PROCESS,
+    root_id="0" * 16,
 )
 
 

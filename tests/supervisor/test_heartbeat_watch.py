@@ -13,7 +13,7 @@ import trio.testing
 from coretsia.supervisor.heartbeat_watch import HeartbeatWatch
 from coretsia.supervisor.pool import Pool, Slot, SlotState
 from coretsia.worker_protocol.catalogue import HealthReason
-from coretsia.worker_protocol.vocabulary import Driver, PoolStatus, Transport
+from coretsia.worker_protocol.vocabulary import Containment, Driver, PoolStatus, Transport
 
 TIMEOUT_S = 1.0
 
@@ -115,7 +115,8 @@ class TestWatch:
 
 
 def _running_pool(*states: SlotState) -> Pool:
-    pool = Pool.of_generation({"workers": len(states)}, 1, Driver.FORK, Transport.UNIX)
+    spec = {"workers": len(states)}
+    pool = Pool.of_generation(spec, 1, Driver.FORK, Transport.UNIX, Containment.PROCESS)
     pool.status = PoolStatus.RUNNING
     for slot, state in zip(pool.slots, states, strict=True):
         slot.state = state

@@ -12,12 +12,12 @@ from coretsia.worker_protocol.exceptions import (
     WorkerLifecycleFailedError,
     WorkerStartFailedError,
 )
-from coretsia.worker_protocol.vocabulary import Driver, PoolStatus, Transport
+from coretsia.worker_protocol.vocabulary import Containment, Driver, PoolStatus, Transport
 
 
 def make_pool(slots: int = 2, entries: int = 0) -> Pool:
     spec: dict[str, object] = {"workers": slots, "processes": {"entries": [{}] * entries}}
-    return Pool.of_generation(spec, 1, Driver.FORK, Transport.UNIX)
+    return Pool.of_generation(spec, 1, Driver.FORK, Transport.UNIX, Containment.PROCESS)
 
 
 async def test_a_stop_cancels_every_scope_the_pool_handed_out() -> None:

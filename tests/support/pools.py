@@ -30,7 +30,12 @@ APPS = Path(__file__).resolve().parent / "apps"
 """The test applications: each is copied into a root, where the pool imports it."""
 
 
-def _current_driver(root: Path) -> str | None:
+KEPT_KEYS = ("driver", "containment")
+"""``[worker]`` keys a root keeps when a test rewrites its configuration without them: the
+ones a test is parametrized by."""
+
+
+def _kept(root: Path) -> dict[str, str]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # Python 3.10
@@ -38,9 +43,9 @@ def _current_driver(root: Path) -> str | None:
     try:
         data = tomllib.loads((root / "coretsia.toml").read_text())
     except FileNotFoundError:
-        return None
-    driver: str | None = data.get("worker", {}).get("driver")
-    return driver
+        return {}
+    worker: dict[str, str] = data.get("worker", {})
+    return {key: worker[key] for key in KEPT_KEYS if key in worker}
 
 
 def write_root(
@@ -52,13 +57,12 @@ def write_root(
 ) -> Path:
     """Write ``coretsia.toml`` (its ``[worker]`` table from ``worker``) and the test app.
 
-    The driver already configured for this root is kept unless ``driver`` is given, so a
-    test parametrized by driver can rewrite its configuration freely. ``source_options``
+    The driver and the containment level already configured for this root are kept unless
+    given, so a test parametrized by them can rewrite its configuration freely. ``source_options``
     becomes the ``[worker.source_options]`` table; ``tables`` are more tables by their
     dotted name (``{"worker.hooks": {"before": ["app:hook"]}}``).
     """
-    if "driver" not in worker and (driver := _current_driver(root)) is not None:
-        worker["driver"] = driver
+    worker = {**_kept(root), **worker}
     settings = {
         "workers": 2,
         "task_source": "lifecycle_app:idle",
@@ -201,7 +205,7 @@ class Supervisor:
         return self._named("coretsia.supervisor.launcher")
 
     def guardian(self) -> psutil.Process:
-        (guardian,) = self._named("coretsia.guardian")
+        (guardian,) = self._named("-m coretsia.guardian --channel-fd")
         return guardian
 
     def proc_host(self) -> psutil.Process:

@@ -236,3 +236,55 @@ def bad_hook():
 
 def good_hook():
     pass
+
+
+class Escaping(OneTask):
+    """One task that starts ``setsid sleep 1000`` through ``subprocess`` (its own session,
+    no descriptor of ours: ``close_fds``) and notes its pid in ``escapee.pid``."""
+
+    def receive(self):
+        if not self.given:
+            self.given = True
+            return Task(_escape)
+        return IdleSource.receive(self)
+
+
+def _escape():
+    import subprocess
+
+    child = subprocess.Popen(["setsid", "sleep", "1000"], close_fds=True)
+    fd = os.open("escapee.pid", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(fd, f"{child.pid}\n".encode())
+    finally:
+        os.close(fd)
+
+
+def escaping(ctx):
+    return Escaping(ctx)
+
+
+class EscapeeWatch(IdleSource):
+    """Notes, when booting, whether an escapee of ``escapee.pid`` still runs (``seen``)."""
+
+    def assert_ready(self):
+        with open("escapee.pid") as noted:
+            pids = [int(line) for line in noted.read().split()]
+        alive = [pid for pid in pids if _running(pid)]
+        fd = os.open("escapee-seen.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, f"{len(alive)}\n".encode())
+        finally:
+            os.close(fd)
+
+
+def _running(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def escapee_watch(ctx):
+    return EscapeeWatch(ctx)

@@ -29,6 +29,8 @@ import psutil
 import trio
 
 from coretsia.guardian.backends import Backend, ForkBackend
+from coretsia.guardian.containers import Container, open_container
+from coretsia.guardian.leftovers import ROOT_ENV
 from coretsia.guardian.reaper import reap_forever
 from coretsia.guardian.spawner import Spawner
 from coretsia.guardian.supervisor_link import SupervisorLink
@@ -80,11 +82,23 @@ class Generation:
         self._me = psutil.Process()
         self._backend: Backend | None = None
         self._host: ProcBackend | None = None
+        self._container = Container()
         self._quitting = False
 
     async def start_backend(self, nursery: trio.Nursery) -> bool:
-        """Set up the driver; False (after telling the supervisor) if that failed."""
-        env = {**os.environ, PARENT_PID_ENV: str(os.getpid())}
+        """Set up the container, then the driver; False (after telling the supervisor) if
+        either failed."""
+        env = {**os.environ, ROOT_ENV: self._hello.root_id}
+        try:
+            self._container = await open_container(
+                self._hello.containment, self._hello.root_id, self._spawner, env
+            )
+        except OSError:
+            self.post(GenerationFailed(reason=Reason.CONTAINMENT_FAILED))
+            return False
+        for helper in self._container.helper_pids():
+            self.post(HostStarted(pid=helper))  # the namespace's init: known to the sweep
+        env[PARENT_PID_ENV] = str(self._container.parent_pid)
         shared = (self._stop_read, self._fence_fd)
         if self._hello.driver is Driver.FORK:
             self._backend = ForkBackend(self._spawner, env, shared)
@@ -166,6 +180,11 @@ class Generation:
         finally:
             os.close(channel_fd)
             self._spawning.discard(frame.slot)
+        if isinstance(result, Spawned) and self._host is not None:
+            # The proc host reports its worker's pid as its own namespace sees it.
+            result = Spawned(
+                slot=result.slot, pid=self._container.outer_pid(self._host.pid, result.pid)
+            )
         self.post(result)
         if isinstance(result, Spawned):
             early = self._early_exit(result)
@@ -200,7 +219,9 @@ class Generation:
 
     def _descendants(self) -> list[psutil.Process]:
         """Every live descendant but our own helpers (the proc host)."""
-        spare = self._backend.helper_pids() if self._backend is not None else frozenset()
+        spare = self._container.helper_pids()
+        if self._backend is not None:
+            spare |= self._backend.helper_pids()
         found = self._children(recursive=True)
         return [p for p in found if p.pid not in spare and _running(p)]
 
@@ -244,8 +265,10 @@ class Generation:
                 await self._until_gone()
         clean = not self.alive()
         self._quitting = True
+        budget_s = self._hello.force_kill_timeout_ms / 1000
         if self._backend is not None:
-            await self._backend.close(self._hello.force_kill_timeout_ms / 1000)
+            await self._backend.close(budget_s)
+        await self._container.end(budget_s)
         return clean
 
     async def wait_until_gone(self) -> None:

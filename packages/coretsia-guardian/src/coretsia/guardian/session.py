@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 import trio
 
+from coretsia.guardian import leftovers
 from coretsia.guardian._version import __version__
 from coretsia.guardian.runtime import run_generation
 from coretsia.guardian.supervisor_link import SupervisorLink
@@ -49,7 +51,7 @@ async def _run(channel_fd: int) -> int:
         configure("json" if hello.log_json else "text")
         await link.send(Welcome(peer_version=__version__, pid=os.getpid()))
         become_subreaper()
-        claim = _claim_lock()
+        claim = await _claim_lock(hello)
         if isinstance(claim, Reason):
             await link.send(Refused(reason=claim))
             return 1
@@ -69,22 +71,34 @@ async def _run(channel_fd: int) -> int:
         link.close()
 
 
-def _claim_lock() -> tuple[int, int] | Reason:
-    """The lock and the generation fence, or why the guardian must refuse the claim."""
+async def _claim_lock(hello: Hello) -> tuple[int, int] | Reason:
+    """The lock and the generation fence, or why the guardian must refuse the claim.
+
+    Between the two, under the lock, whatever earlier generations of this root left
+    behind is killed (:mod:`coretsia.guardian.leftovers`): a new generation never runs
+    beside an old one's process.
+    """
     try:
         lock_fd = lock.acquire(LOCK_PATH)
     except OSError:  # not a busy lock: the file cannot be created or locked at all
         return Reason.LIFECYCLE_LOCK_FAILED
     if lock_fd is None:
         return Reason.ALREADY_RUNNING
+    budget_s = hello.force_kill_timeout_ms / 1000
+    killed = await trio.to_thread.run_sync(leftovers.clear, hello.root_id, budget_s)
+    if killed is None:
+        os.close(lock_fd)
+        return Reason.GENERATION_UNKILLABLE
+    if killed:
+        event("guardian.left-behind-killed", logging.WARNING, count=killed)
     try:
         fence_fd = _claim_fence()
     except OSError:
         os.close(lock_fd)
         return Reason.LIFECYCLE_LOCK_FAILED
     if fence_fd is None:
-        # The lock was free but a previous generation's workers still hold the fence
-        # (its guardian was killed): no overlap, ever.
+        # The lock was free but a previous generation's processes still hold the fence
+        # (its guardian was killed, and they could not be recognised): no overlap, ever.
         os.close(lock_fd)
         return Reason.GENERATION_DRAINING
     return lock_fd, fence_fd

@@ -25,8 +25,8 @@ import os
 import queue
 import signal
 import threading
-from collections.abc import Mapping, Sequence
-from typing import Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import Final, TypeVar
 
 import trio
 
@@ -40,6 +40,7 @@ generation fence at 5; the proc host gets its guardian channel, the stop pipe an
 fence at the same numbers."""
 
 _HIGH_FD: Final = 10
+_T = TypeVar("_T")
 
 # Signals the guardian ignores or handles must be default again in a fresh worker:
 # ignored dispositions survive exec.
@@ -62,20 +63,28 @@ class SpawnRequest(Frozen):
 
 
 class Spawner:
-    """Owns the spawner thread; :meth:`spawn` hands it a request and awaits the pid."""
+    """Owns the spawner thread; :meth:`spawn` hands it a request and awaits the pid.
+
+    :meth:`call` runs anything else that must happen on that thread: entering a PID
+    namespace (``unshare`` changes the calling thread's namespaces for its children).
+    """
 
     def __init__(self) -> None:
         self._requests: queue.SimpleQueue[
-            tuple[SpawnRequest, trio.lowlevel.TrioToken, list[int | OSError], trio.Event] | None
+            tuple[Callable[[], object], trio.lowlevel.TrioToken, list[object], trio.Event] | None
         ] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="coretsia-spawner", daemon=True)
         self._thread.start()
 
     async def spawn(self, request: SpawnRequest) -> int:
         """Start the process and return its pid; raises OSError if the OS refuses."""
+        return await self.call(lambda: _spawn(request))
+
+    async def call(self, job: Callable[[], _T]) -> _T:
+        """Run ``job`` on the spawner thread and return its result (or raise its OSError)."""
         done = trio.Event()
-        result: list[int | OSError] = []
-        self._requests.put((request, trio.lowlevel.current_trio_token(), result, done))
+        result: list[object] = []
+        self._requests.put((job, trio.lowlevel.current_trio_token(), result, done))
         # Never abandoned half way: the caller closes the descriptors it passes once this
         # returns, and the thread may be duplicating them right now (a spawn is quick).
         with trio.CancelScope(shield=True):
@@ -83,7 +92,7 @@ class Spawner:
         outcome = result[0]
         if isinstance(outcome, OSError):
             raise outcome
-        return outcome
+        return outcome  # type: ignore[return-value]  # what ``job`` returned
 
     def close(self) -> None:
         """Stop the thread, once the generation is gone.
@@ -99,9 +108,9 @@ class Spawner:
             item = self._requests.get()
             if item is None:
                 return
-            request, token, result, done = item
+            job, token, result, done = item
             try:
-                result.append(_spawn(request))
+                result.append(job())
             except OSError as exc:
                 result.append(exc)
             token.run_sync_soon(done.set)

@@ -37,6 +37,7 @@ def summary_fields(summary: PoolSummary) -> dict[str, str | int | bool]:
         "driver": summary.driver.value,
         "control_transport": summary.control_transport.value,
         "endpoint_hash": summary.endpoint_hash,
+        **({} if summary.containment is None else {"containment": summary.containment.value}),
     }
 
 
@@ -94,6 +95,7 @@ def _text(fields: Fields) -> str:
             ("driver", "driver"),
             ("control_transport", "control"),
             ("endpoint_hash", "endpoint"),
+            ("containment", "containment"),
         )
         if key in fields
     ]

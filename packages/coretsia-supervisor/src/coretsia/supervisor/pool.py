@@ -19,7 +19,7 @@ import trio
 from coretsia.worker_protocol.catalogue import HealthReason, Reason
 from coretsia.worker_protocol.control import HealthResponse, PoolSummary
 from coretsia.worker_protocol.exceptions import WorkerError
-from coretsia.worker_protocol.vocabulary import Driver, PoolStatus, Transport
+from coretsia.worker_protocol.vocabulary import Containment, Driver, PoolStatus, Transport
 
 
 class SlotState(enum.Enum):
@@ -95,6 +95,7 @@ class Pool:
     pid: int
     driver: Driver
     transport: Transport
+    containment: Containment
     endpoint_hash: str
     slots: list[Slot]
     status: PoolStatus = PoolStatus.STARTING
@@ -107,7 +108,12 @@ class Pool:
 
     @classmethod
     def of_generation(
-        cls, spec: Mapping[str, object], pid: int, driver: Driver, transport: Transport
+        cls,
+        spec: Mapping[str, object],
+        pid: int,
+        driver: Driver,
+        transport: Transport,
+        containment: Containment,
     ) -> Pool:
         """The starting pool of a generation: its task slots, then one per process entry.
 
@@ -119,7 +125,14 @@ class Pool:
         entries = processes.get("entries") if isinstance(processes, dict) else None
         count = task_slots + (len(entries) if isinstance(entries, list) else 0)
         slots = [Slot(i, entry=i >= task_slots) for i in range(count)]
-        return cls(pid=pid, driver=driver, transport=transport, endpoint_hash="0" * 32, slots=slots)
+        return cls(
+            pid=pid,
+            driver=driver,
+            transport=transport,
+            containment=containment,
+            endpoint_hash="0" * 32,
+            slots=slots,
+        )
 
     @property
     def ready_count(self) -> int:
@@ -186,6 +199,7 @@ class Pool:
             driver=self.driver,
             control_transport=self.transport,
             endpoint_hash=self.endpoint_hash,
+            containment=self.containment,
         )
 
     def health(self) -> HealthResponse:

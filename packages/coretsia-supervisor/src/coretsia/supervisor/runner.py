@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from coretsia.supervisor.config import PoolConfig
+from coretsia.supervisor.containment import resolve_containment
 from coretsia.supervisor.drivers import resolve_driver, resolve_transport
 from coretsia.supervisor.process.ipc_resources import require_ipc
 from coretsia.supervisor.runtime_files import runtime_dirs
@@ -45,6 +46,7 @@ def run_supervisor(
     """
     driver = resolve_driver(config.worker.driver)
     transport = resolve_transport(config.control.transport)
+    containment = resolve_containment(config.worker.containment)
     require_ipc(spec)  # like the driver: refused before anything is started
     metrics = _metrics_endpoint(config)
     runtime_dirs(root, config, transport)  # refused before anything is written outside
@@ -65,6 +67,7 @@ def run_supervisor(
         spec,
         driver,
         transport,
+        containment,
         umask,
         os.environ,
         log_json=log_json,

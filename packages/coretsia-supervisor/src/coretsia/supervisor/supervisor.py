@@ -34,6 +34,7 @@ import trio
 from coretsia.supervisor import generation, output
 from coretsia.supervisor._version import __version__
 from coretsia.supervisor.config import PoolConfig
+from coretsia.supervisor.containment import generation_cgroup, root_id
 from coretsia.supervisor.control_server import ControlServer
 from coretsia.supervisor.guardian_events import GuardianEvents
 from coretsia.supervisor.guardian_link import GuardianLink
@@ -60,7 +61,13 @@ from coretsia.worker_protocol.exceptions import (
 )
 from coretsia.worker_protocol.internal.guardian import Exited, Hello, Release, Shutdown
 from coretsia.worker_protocol.internal.runtime.logs import event
-from coretsia.worker_protocol.vocabulary import ControlCommand, Driver, PoolStatus, Transport
+from coretsia.worker_protocol.vocabulary import (
+    Containment,
+    ControlCommand,
+    Driver,
+    PoolStatus,
+    Transport,
+)
 
 if TYPE_CHECKING:
     from coretsia.supervisor.prometheus import MetricsEndpoint
@@ -84,6 +91,7 @@ class Supervisor:
         spec: Mapping[str, object],
         driver: Driver,
         transport: Transport,
+        containment: Containment,
         umask: int,
         environ: Mapping[str, str],
         *,
@@ -108,7 +116,7 @@ class Supervisor:
         self._link: GuardianLink | None = None
         self._server: ControlServer | None = None
         self._subscribers: list[trio.MemorySendChannel[ControlResponse]] = []
-        self._pool = Pool.of_generation(spec, os.getpid(), driver, transport)
+        self._pool = Pool.of_generation(spec, os.getpid(), driver, transport, containment)
         self._guardian = GuardianEvents(self._pool, self._on_exit, self._broadcast)
 
     # -- the whole run ------------------------------------------------------------------
@@ -162,6 +170,7 @@ class Supervisor:
             worker_count=len(pool.slots),
             driver=pool.driver.value,
             control_transport=pool.transport.value,
+            containment=pool.containment.value,
         )
         slots = await self._open(life)
         for slot in pool.slots:
@@ -192,6 +201,8 @@ class Supervisor:
         hello = Hello(
             peer_version=__version__,
             driver=self._pool.driver,
+            containment=self._pool.containment,
+            root_id=root_id(self._root),
             stop_timeout_ms=config.budgets.stop_timeout_ms,
             force_kill_timeout_ms=config.budgets.force_kill_timeout_ms,
             umask=self._umask,
@@ -390,8 +401,10 @@ class Supervisor:
         self._guardian.letting_go = True
         exited = await link.abandon()
         if exited and not self._guardian.contained:
-            await trio.to_thread.run_sync(
-                sweep_orphans,
-                self._config.budgets.force_kill_timeout_ms / 1000,
-                self._guardian.known_pids,
-            )
+            budget_s = self._config.budgets.force_kill_timeout_ms / 1000
+            await trio.to_thread.run_sync(sweep_orphans, budget_s, self._guardian.known_pids)
+            if self._pool.containment is Containment.CGROUP:
+                left = generation_cgroup(self._root, link.process.pid)
+                if left is not None:
+                    await trio.to_thread.run_sync(left.kill, budget_s)
+                    left.remove()

@@ -18,8 +18,10 @@ def sweep_orphans(budget_s: float, known: frozenset[int]) -> None:
 
     A zombie's environment cannot be read, so a dead worker or proc host (its parent-death
     signal fired before the sweep) is known by its pid, as the guardian last reported it
-    (``known``), and reaped. psutil checks each process's identity before signalling, and
-    waits for our children by explicit pid, never ``waitpid(-1)``.
+    (``known``), and reaped; so is a PID namespace's init, whose environment is gone while
+    it waits, exiting, for the rest of its namespace to be reaped (by this sweep). psutil
+    checks each process's identity before signalling, and waits for our children by
+    explicit pid, never ``waitpid(-1)``.
     """
     import psutil
 
@@ -30,13 +32,14 @@ def sweep_orphans(budget_s: float, known: frozenset[int]) -> None:
     left = []
     for proc in descendants:
         try:
-            if proc.environ().get(TREE_ENV) != TREE_MARK:
+            if proc.pid not in known and proc.environ().get(TREE_ENV) != TREE_MARK:
                 continue
             proc.kill()
         except psutil.ZombieProcess:
             if proc.pid not in known:
                 continue  # not known to be ours: its parent reaps it
         except psutil.Error:
-            continue  # gone already
+            if proc.pid not in known:
+                continue  # gone already, or not ours to read
         left.append(proc)
     psutil.wait_procs(left, timeout=budget_s)

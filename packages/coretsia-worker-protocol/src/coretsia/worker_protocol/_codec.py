@@ -71,7 +71,9 @@ class _Layout:
                 msg = f"{cls.__qualname__}.{name} declares no wire kind"
                 raise TypeError(msg)
             fields.append((name, spec.kind))
-            (optional if spec.kind.omissible else required).update(spec.kind.keys(name))
+            must, may = spec.kind.key_sets(name)
+            required.update(must)
+            optional.update(may)
         self.fields = tuple(fields)
         self.required = frozenset(required)
         self.optional = frozenset(optional)
@@ -95,7 +97,10 @@ class Spread(s.Kind):
         self.layout = _Layout(cls)
 
     def keys(self, name: str) -> frozenset[str]:
-        return self.layout.required
+        return self.layout.required | self.layout.optional
+
+    def key_sets(self, name: str) -> tuple[frozenset[str], frozenset[str]]:
+        return self.layout.required, self.layout.optional
 
     def load(self, obj: s.JsonObject, name: str) -> object:
         return self.layout.read(obj)

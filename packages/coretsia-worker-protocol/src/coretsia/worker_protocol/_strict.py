@@ -146,6 +146,11 @@ class Kind:
         """The JSON keys the field ``name`` owns."""
         return frozenset((name,))
 
+    def key_sets(self, name: str) -> tuple[frozenset[str], frozenset[str]]:
+        """The keys of field ``name`` a frame must carry, and those it may leave out."""
+        keys = self.keys(name)
+        return (frozenset(), keys) if self.omissible else (keys, frozenset())
+
     def load(self, obj: JsonObject, name: str) -> object:
         """The checked value of field ``name`` from a frame's object."""
         return self.read(obj[name], f"$.{name}")

@@ -11,10 +11,12 @@ seed's "strict about unknown keys" needs a name for each way a frame can be wron
 health reasons (the seed asks for a "bounded package-owned health token"), and reasons
 the seed has no word for: two start failures, ``worker-peer-version-mismatch`` (the three
 daemons refuse a peer of another version) and ``worker-start-cancelled`` (stopped while
-starting); one already-running reason, ``worker-generation-draining`` (a killed
-generation's processes still hold the fence); and three lifecycle failures, the hook
-failures ``worker-task-hook-failed`` and ``worker-task-reset-failed`` and
-``worker-restart-intensity-exceeded`` (process entries, beyond seed 003: off by default).
+starting); two already-running reasons, ``worker-generation-draining`` (a killed
+generation's processes still hold the fence) and ``worker-generation-unkillable`` (what a
+killed generation left behind cannot be killed); and four lifecycle failures, the hook
+failures ``worker-task-hook-failed`` and ``worker-task-reset-failed``,
+``worker-restart-intensity-exceeded`` (process entries, beyond seed 003: off by default)
+and ``worker-containment-failed`` (the containment level could not be set up).
 """
 
 from __future__ import annotations
@@ -75,11 +77,13 @@ class Reason(str, enum.Enum):
     LIFECYCLE_LOCATOR_FAILED = "worker-lifecycle-locator-failed"
     PROCESS_HOST_FAILED = "worker-process-host-failed"
     RESTART_INTENSITY_EXCEEDED = "worker-restart-intensity-exceeded"
+    CONTAINMENT_FAILED = "worker-containment-failed"
     # CORETSIA_WORKER_FORK_FAILED
     FORK_FAILED = "worker-fork-failed"
     # CORETSIA_WORKER_ALREADY_RUNNING
     ALREADY_RUNNING = "worker-already-running"
     GENERATION_DRAINING = "worker-generation-draining"
+    GENERATION_UNKILLABLE = "worker-generation-unkillable"
     # CORETSIA_WORKER_COMMUNICATION_FAILED
     COMMUNICATION_FAILED = "worker-communication-failed"
     # CORETSIA_WORKER_NOT_RUNNING
@@ -168,12 +172,14 @@ REASON_CODES: Final[dict[Reason, ErrorCode]] = {
             Reason.LIFECYCLE_LOCATOR_FAILED,
             Reason.PROCESS_HOST_FAILED,
             Reason.RESTART_INTENSITY_EXCEEDED,
+            Reason.CONTAINMENT_FAILED,
         ),
         ErrorCode.LIFECYCLE_FAILED,
     ),
     Reason.FORK_FAILED: ErrorCode.FORK_FAILED,
     Reason.ALREADY_RUNNING: ErrorCode.ALREADY_RUNNING,
     Reason.GENERATION_DRAINING: ErrorCode.ALREADY_RUNNING,
+    Reason.GENERATION_UNKILLABLE: ErrorCode.ALREADY_RUNNING,
     Reason.COMMUNICATION_FAILED: ErrorCode.COMMUNICATION_FAILED,
     Reason.NOT_RUNNING: ErrorCode.NOT_RUNNING,
     Reason.CONFIG_INVALID: ErrorCode.CONFIG_INVALID,
@@ -237,12 +243,17 @@ EXPLANATIONS: Final[dict[Reason, str]] = {
     Reason.PROCESS_HOST_FAILED: "the guardian or the proc host died or broke its protocol",
     Reason.RESTART_INTENSITY_EXCEEDED: "process entries were replaced more often than "
     "the configured restart intensity allows",
+    Reason.CONTAINMENT_FAILED: "the guardian could not set up the containment level in "
+    "force (its cgroup or PID namespace) although start found it available",
     Reason.FORK_FAILED: "the OS refused to create a process (limits, memory)",
     Reason.ALREADY_RUNNING: "a worker generation of this root is active or still being "
     "cleaned up; stop it first, or wait",
     Reason.GENERATION_DRAINING: "no supervisor holds the lock, but processes of a previous "
     "generation (its guardian was killed) are still alive; wait for them to end, or find "
     "them (they hold var/tmp/worker.generation.lock open) and stop them",
+    Reason.GENERATION_UNKILLABLE: "processes a previous generation of this root left "
+    "behind are alive and could not be killed (another user's, or they survived SIGKILL); "
+    "find and stop them, then start again",
     Reason.COMMUNICATION_FAILED: "the lock is held but the supervisor cannot be reached or "
     "its locator is invalid",
     Reason.NOT_RUNNING: "no worker generation is active for this root",

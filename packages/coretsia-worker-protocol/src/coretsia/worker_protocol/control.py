@@ -34,6 +34,7 @@ from coretsia.worker_protocol.vocabulary import (
     MAX_TIMEOUT_MS,
     MAX_WORKERS,
     NONCE_HEX_LEN,
+    Containment,
     ControlCommand,
     Driver,
     PoolStatus,
@@ -88,6 +89,8 @@ class PoolSummary(Frame):
     driver: Driver = field(kind=s.Choice(Driver))
     control_transport: Transport = field(kind=s.Choice(Transport))
     endpoint_hash: str = field(kind=s.Hex(ENDPOINT_HASH_HEX_LEN))
+    containment: Containment | None = field(default=None, kind=s.Omissible(s.Choice(Containment)))
+    """The containment level in force (absent from a supervisor that predates it)."""
 
     def _check(self) -> None:
         s.require(self.ready_worker_count <= self.worker_count, "ready_worker_count")

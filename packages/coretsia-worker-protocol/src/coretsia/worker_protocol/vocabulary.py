@@ -48,12 +48,15 @@ SAFE_FIELDS: Final = frozenset(
         "driver",
         "control_transport",
         "endpoint_hash",
+        "containment",
         "operation",
         "outcome",
         "duration_ms",
     }
 )
-"""Seed 000's safe public fields: the only ones any public output may carry."""
+"""Seed 000's safe public fields: the only ones any public output may carry.
+
+Plus ``containment``, the level in force (an extension: a bounded token, like ``driver``)."""
 
 
 class PoolStatus(str, enum.Enum):
@@ -77,6 +80,29 @@ class Driver(str, enum.Enum):
 
     FORK = "fork"
     PROC = "proc"
+
+
+class ContainmentRequest(str, enum.Enum):
+    """The containment level asked for in the configuration (``auto``: the strongest)."""
+
+    AUTO = "auto"
+    NAMESPACE = "namespace"
+    CGROUP = "cgroup"
+    PROCESS = "process"
+
+
+class Containment(str, enum.Enum):
+    """The containment level in force: what keeps a generation's processes from outliving it.
+
+    ``namespace``: a PID namespace whose init dies with the guardian (the kernel kills
+    everything inside). ``cgroup``: a cgroup v2 of the generation's own, killed whole at the
+    end and by the next ``start`` if left behind. ``process``: the next ``start`` finds what
+    a previous generation of the root left behind by its environment mark and kills it.
+    """
+
+    NAMESPACE = "namespace"
+    CGROUP = "cgroup"
+    PROCESS = "process"
 
 
 class TransportRequest(str, enum.Enum):

@@ -39,7 +39,7 @@ from coretsia.supervisor.config.records import PoolConfig, SourceOptions, TaskTy
 from coretsia.supervisor.config.rules import DRIVER_ALIASES, key_of
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerLifecycleFailedError
-from coretsia.worker_protocol.vocabulary import DriverRequest, TransportRequest
+from coretsia.worker_protocol.vocabulary import ContainmentRequest, DriverRequest, TransportRequest
 
 __all__ = ["CONVERTER", "structure_config"]
 
@@ -140,7 +140,7 @@ def _make_converter() -> cattrs.Converter:
         converter.register_structure_hook(kind, _exact(kind))
     # By class, one by one: cattrs would otherwise find the `str` hook first for these
     # str-based enums (dispatch by class goes before predicates).
-    for members in (TaskType, DriverRequest, TransportRequest, TelemetryMode):
+    for members in (TaskType, DriverRequest, ContainmentRequest, TransportRequest, TelemetryMode):
         converter.register_structure_hook(members, _member(members))
     converter.register_structure_hook_func(_is_array, _array)
     converter.register_structure_hook(SourceOptions, _source_options)

@@ -49,6 +49,7 @@ from coretsia.worker_protocol.lifecycle import CANONICAL_PATHS
 from coretsia.worker_protocol.vocabulary import (
     MAX_TIMEOUT_MS,
     MAX_WORKERS,
+    ContainmentRequest,
     DriverRequest,
     TransportRequest,
 )
@@ -97,6 +98,9 @@ class WorkerSettings:
     """Root-relative directories prepended to each worker's ``sys.path``, in order."""
     driver: DriverRequest = DriverRequest.AUTO
     """How workers are spawned; availability is checked by the driver resolver."""
+    containment: ContainmentRequest = ContainmentRequest.AUTO
+    """What keeps a generation's processes from outliving it (``auto``: the strongest
+    level the machine offers); availability is checked by the containment resolver."""
 
 
 @attrs.frozen
@@ -337,6 +341,7 @@ class PoolConfig:
             **{f"{kind}_hooks": list(getattr(self.hooks, kind)) for kind in HOOK_KINDS},
             "app_path": list(worker.app_path),
             "driver": worker.driver.value,
+            "containment": worker.containment.value,
             "control_transport": self.control.transport.value,
             "tcp_host": self.tcp.host,
             "tcp_port": self.tcp.port,

@@ -3,9 +3,10 @@
 The conversation, in order (supervisor ``->``, guardian ``<-``; the rules themselves are
 :mod:`.guardian_conversation`'s):
 
-1. ``-> hello`` (package version, driver, shutdown budgets) and ``<- welcome`` with the
-   guardian's version; either side refuses a peer of another version
-   (``worker-peer-version-mismatch``) and the guardian exits.
+1. ``-> hello`` (package version, driver, containment level, the root's identity,
+   shutdown budgets) and ``<- welcome`` with the guardian's version; either side
+   refuses a peer of another version (``worker-peer-version-mismatch``) and the guardian
+   exits.
 2. ``<- locked`` once the guardian holds ``var/tmp/worker.lock``, or ``<- refused`` with
    ``worker-already-running``; only after ``locked`` may the supervisor touch any file.
 3. ``-> spawn`` per slot, answered by ``<- spawned`` (the pid, for the guardian's own
@@ -27,9 +28,12 @@ from coretsia.worker_protocol import _strict as s
 from coretsia.worker_protocol._codec import Codec, Frame
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.records import field
-from coretsia.worker_protocol.vocabulary import Driver, ShutdownPhase
+from coretsia.worker_protocol.vocabulary import Containment, Driver, ShutdownPhase
 
 GUARDIAN_CHANNEL_VERSION: Final = 1
+
+ROOT_ID_HEX_LEN: Final = 16
+"""A root's identity: the first 64 bits of the SHA-256 of its real path, in hex."""
 
 _REASON: Final = s.Choice(Reason)
 
@@ -46,6 +50,11 @@ class Hello(Frame, kw_only=True):
     """The operator's umask, restored in the guardian so workers create files as usual."""
     log_json: bool = field(kind=s.Bool())
     """Whether the guardian writes its log lines as JSON (the supervisor's choice)."""
+    containment: Containment = field(kind=s.Choice(Containment))
+    """The containment level the guardian sets up (resolved, so known to be available)."""
+    root_id: str = field(kind=s.Hex(ROOT_ID_HEX_LEN))
+    """The root's identity (a hash of its real path, not a secret): the mark that tells
+    this root's processes and cgroups left behind from any other root's."""
 
 
 class Welcome(Frame, kw_only=True):
@@ -106,7 +115,8 @@ class Exited(Frame, kw_only=True):
 
 
 class HostStarted(Frame, kw_only=True):
-    """Guardian to supervisor: the proc host runs as ``pid`` (driver ``proc`` only).
+    """Guardian to supervisor: a helper of the guardian runs as ``pid``: the proc host
+    (driver ``proc``), or the init of the generation's PID namespace (``namespace``).
 
     The supervisor, a subreaper, inherits it if the guardian dies; a dead process's
     environment cannot be read, so the pid is how the sweep knows it for its own.
