@@ -12,12 +12,16 @@ import pytest
 from coretsia.supervisor.containment import resolve_containment, root_id
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
-from coretsia.worker_protocol.internal.runtime import cgroup, pidns
+from coretsia.worker_protocol.internal.runtime import cgroup, pidns, userns
 from coretsia.worker_protocol.vocabulary import Containment, ContainmentRequest
 
 
-def _offer(monkeypatch: pytest.MonkeyPatch, *offered: Containment) -> None:
+def _offer(
+    monkeypatch: pytest.MonkeyPatch, *offered: Containment, user_namespace: bool = False
+) -> None:
+    """Offer these levels (``namespace`` as root does; as any user, with ``user_namespace``)."""
     monkeypatch.setattr(pidns, "available", lambda: Containment.NAMESPACE in offered)
+    monkeypatch.setattr(userns, "available", lambda: user_namespace)
     monkeypatch.setattr(cgroup, "available", lambda: Containment.CGROUP in offered)
 
 
@@ -48,6 +52,14 @@ def test_an_explicit_level_is_honoured_or_refused_never_downgraded(
     assert (refused.value.key, refused.value.rule) == ("worker.containment", ConfigRule.UNAVAILABLE)
 
 
+def test_a_user_namespace_offers_the_namespace_level(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without ``CAP_SYS_ADMIN`` (no PID namespace of our own), where user namespaces are
+    allowed: ``namespace`` is available, and ``auto`` picks it."""
+    _offer(monkeypatch, Containment.CGROUP, user_namespace=True)
+    assert resolve_containment(ContainmentRequest.AUTO) is Containment.NAMESPACE
+    assert resolve_containment(ContainmentRequest.NAMESPACE) is Containment.NAMESPACE
+
+
 def test_process_is_always_available(monkeypatch: pytest.MonkeyPatch) -> None:
     _offer(monkeypatch)
     assert resolve_containment(ContainmentRequest.PROCESS) is Containment.PROCESS
@@ -64,9 +76,10 @@ def test_the_root_id_is_the_real_path_s(tmp_path: Path) -> None:
 
 WITHOUT_LEVELS = """
 import sys
-from coretsia.worker_protocol.internal.runtime import cgroup, pidns
+from coretsia.worker_protocol.internal.runtime import cgroup, pidns, userns
 for name in sys.argv[1].split(","):
-    setattr({"namespace": pidns, "cgroup": cgroup}[name], "available", lambda: False)
+    for module in {"namespace": (pidns, userns), "cgroup": (cgroup,)}[name]:
+        setattr(module, "available", lambda: False)
 del sys.argv[1]
 from coretsia.supervisor.cli import main
 main()

@@ -112,11 +112,24 @@ def _toml_value(value: object) -> str:
 class Supervisor:
     """A ``coretsia-supervisor start`` process of one root."""
 
-    def __init__(self, root: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *extra: str,
+        env: dict[str, str] | None = None,
+        python: str | None = None,
+        user: int | None = None,
+    ) -> None:
+        """``python``: another interpreter to run it with; ``user``: the uid (and gid) it
+        runs as, every other group dropped (root only)."""
         self.root = root
+        command = SUPERVISOR if python is None else [python, *SUPERVISOR[1:]]
         self.proc = subprocess.Popen(
-            [*SUPERVISOR, "start", "--root", str(root), *extra],
+            [*command, "start", "--root", str(root), *extra],
             env=env,
+            user=user,
+            group=user,
+            extra_groups=None if user is None else [],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -6,17 +6,19 @@ torn down at the end of the shutdown.
 - ``cgroup``: the guardian moves itself into a fresh cgroup of the generation before it
   spawns anything, so everything the generation starts is born inside; at the end it
   moves back out, kills the cgroup whole and removes it.
-- ``namespace``: the spawner thread enters a new PID (and mount) namespace, and its first
-  child is the namespace's init (:mod:`coretsia.guardian.pid_init`), which dies with the
-  guardian (its parent-death signal) and takes every process inside with it, whatever
-  killed the guardian. The guardian stays outside: the pids it sees, spawns, signals and
-  reaps are its own namespace's, as before. Children it spawns inside see their parent
-  as pid 0 (it is outside their namespace), which is what the parent-death check is
-  told to expect.
+- ``namespace``: the spawner thread enters a new PID (and mount) namespace (any user but
+  root, inside a user namespace the guardian entered first: :func:`prepare_container`),
+  and its first child is the namespace's init (:mod:`coretsia.guardian.pid_init`), which
+  dies with the guardian (its parent-death signal) and takes every process inside with
+  it, whatever killed the guardian. The guardian stays outside: the pids it sees, spawns,
+  signals and reaps are its own namespace's, as before. Children it spawns inside see
+  their parent as pid 0 (it is outside their namespace), which is what the parent-death
+  check is told to expect.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -27,7 +29,7 @@ import trio
 
 from coretsia.guardian.leftovers import is_live
 from coretsia.guardian.spawner import Spawner, SpawnRequest
-from coretsia.worker_protocol.internal.runtime import cgroup, pidns
+from coretsia.worker_protocol.internal.runtime import cgroup, pidns, userns
 from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
 from coretsia.worker_protocol.vocabulary import Containment
 
@@ -109,9 +111,7 @@ class NamespaceContainer(Container):
         ready, ready_w = os.pipe()
         try:
             try:
-                argv = (sys.executable, "-m", INIT_MODULE)
-                init_env = {**env, PARENT_PID_ENV: "0"}  # its parent is outside its namespace
-                init = await spawner.spawn(SpawnRequest(argv, init_env, (ready_w,)))
+                init = await _spawn_init(spawner, env, ready_w)
             finally:
                 os.close(ready_w)
             with trio.move_on_after(INIT_TIMEOUT_S) as waited:
@@ -157,6 +157,37 @@ class NamespaceContainer(Container):
         with trio.move_on_after(budget_s):
             while self._init_process is not None and is_live(self._init_process):
                 await trio.sleep(_POLL_S)
+
+
+async def _spawn_init(spawner: Spawner, env: dict[str, str], ready_w: int) -> int:
+    """Start the namespace's init, which must keep ``CAP_SYS_ADMIN`` to mount its ``/proc``.
+
+    Root keeps it across ``execve``; any other user (in a user namespace of the
+    guardian's own) only as an ambient capability, raised on the spawner thread for this
+    one spawn and cleared before the next.
+    """
+    argv = (sys.executable, "-m", INIT_MODULE)
+    init_env = {**env, PARENT_PID_ENV: "0"}  # its parent is outside its namespace
+    ambient = os.geteuid() != 0
+    if ambient:
+        await spawner.call(functools.partial(userns.ambient_admin, raised=True))
+    try:
+        return await spawner.spawn(SpawnRequest(argv, init_env, (ready_w,)))
+    finally:
+        if ambient:
+            await spawner.call(functools.partial(userns.ambient_admin, raised=False))
+
+
+def prepare_container(level: Containment) -> None:
+    """What ``level`` needs while the guardian is still single-threaded (right after
+    ``hello``); OSError if the kernel refuses.
+
+    Without ``CAP_SYS_ADMIN``, the ``namespace`` level takes a user namespace of the
+    guardian's own first (:mod:`~coretsia.worker_protocol.internal.runtime.userns`),
+    which the kernel grants only to a single-threaded process.
+    """
+    if level is Containment.NAMESPACE and not userns.has_admin():
+        userns.enter()
 
 
 async def open_container(

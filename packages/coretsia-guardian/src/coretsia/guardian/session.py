@@ -9,6 +9,7 @@ import trio
 
 from coretsia.guardian import leftovers
 from coretsia.guardian._version import __version__
+from coretsia.guardian.containers import prepare_container
 from coretsia.guardian.runtime import run_generation
 from coretsia.guardian.supervisor_link import SupervisorLink
 from coretsia.worker_protocol import lock
@@ -49,6 +50,11 @@ async def _run(channel_fd: int) -> int:
             return 1
         os.umask(hello.umask)
         configure("json" if hello.log_json else "text")
+        try:
+            prepare_container(hello.containment)  # before the guardian's first thread
+        except OSError:
+            await link.send(Refused(reason=Reason.CONTAINMENT_FAILED))
+            return 1
         await link.send(Welcome(peer_version=__version__, pid=os.getpid()))
         become_subreaper()
         claim = await _claim_lock(hello)

@@ -1,7 +1,8 @@
 """Resolution of the requested containment level, once, at ``start`` (like the driver).
 
 ``auto`` is the strongest level the machine offers: a PID namespace (the kernel kills
-the whole generation when its init dies), else a cgroup of the generation's own (killed
+the whole generation when its init dies; root makes one directly, any other user inside
+a user namespace where the kernel allows them), else a cgroup of the generation's own (killed
 whole at the end and by the next ``start``), else ``process`` (the next ``start`` finds
 what was left behind by its environment mark), which is always available. An explicit
 level the machine cannot give is a configuration error, never a quiet downgrade: an
@@ -17,7 +18,7 @@ from pathlib import Path
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
 from coretsia.worker_protocol.internal.guardian import ROOT_ID_HEX_LEN
-from coretsia.worker_protocol.internal.runtime import cgroup, pidns
+from coretsia.worker_protocol.internal.runtime import cgroup, pidns, userns
 from coretsia.worker_protocol.vocabulary import Containment, ContainmentRequest
 
 _STRONGEST_FIRST = (Containment.NAMESPACE, Containment.CGROUP)
@@ -26,7 +27,7 @@ _STRONGEST_FIRST = (Containment.NAMESPACE, Containment.CGROUP)
 def available(level: Containment) -> bool:
     """Whether this process could give its generations ``level`` (``process``: always)."""
     if level is Containment.NAMESPACE:
-        return pidns.available()
+        return pidns.available() or userns.available()
     if level is Containment.CGROUP:
         return cgroup.available()
     return True

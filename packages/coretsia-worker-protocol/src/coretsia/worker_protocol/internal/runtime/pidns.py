@@ -11,8 +11,9 @@ starts is born inside. Its first child is the namespace's init (``coretsia.guard
 so that ``os.getpid()`` and ``/proc/<pid>`` agree for the workers (psutil relies on it).
 
 Python 3.10 and 3.11 have no ``os.unshare`` (3.12 has it), so this calls ``unshare(2)``
-and ``mount(2)`` through ctypes, for every version alike. Root only (``CAP_SYS_ADMIN``):
-an unprivileged user would need a user namespace too, which is not done here.
+and ``mount(2)`` through ctypes, for every version alike. It takes ``CAP_SYS_ADMIN``:
+root has it; any other user gets it in a user namespace of the guardian's own
+(:mod:`.userns`).
 
 Shared by the supervisor (is the level available?), the guardian's spawner thread and
 the init. Standard library only.
@@ -38,13 +39,15 @@ _MS_REC: Final = 16384
 _MS_PRIVATE: Final = 1 << 18
 
 
-def _libc() -> ctypes.CDLL:
+def libc() -> ctypes.CDLL:
+    """The C library, with ``errno`` kept for :func:`check`."""
     import ctypes
 
     return ctypes.CDLL(None, use_errno=True)
 
 
-def _check(result: int) -> None:
+def check(result: int) -> None:
+    """OSError (with the call's ``errno``) unless a libc call returned 0."""
     if result != 0:
         import ctypes
 
@@ -58,15 +61,15 @@ def unshare_for_children() -> None:
     Mounts are made private in the new mount namespace first, so the ``/proc`` the init
     mounts never propagates back to the host. OSError if the kernel refuses.
     """
-    libc = _libc()
-    _check(libc.unshare(CLONE_NEWNS | CLONE_NEWPID))
-    _check(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None))
+    c = libc()
+    check(c.unshare(CLONE_NEWNS | CLONE_NEWPID))
+    check(c.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None))
 
 
 def mount_proc() -> None:
     """Mount a ``/proc`` of our own PID namespace (the init, inside, does it)."""
     flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
-    _check(_libc().mount(b"proc", b"/proc", b"proc", flags, None))
+    check(libc().mount(b"proc", b"/proc", b"proc", flags, None))
 
 
 def available() -> bool:
