@@ -33,6 +33,15 @@ from coretsia.worker_protocol.internal.guardian import (
 )
 from coretsia.worker_protocol.vocabulary import Containment, Driver
 
+WITHOUT_ADMIN_WITH_A_THREAD = """
+import sys, threading, time
+if "coretsia.guardian" in sys.orig_argv:
+    from coretsia.worker_protocol.internal.runtime import userns
+    userns.has_admin = lambda: False
+    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+"""
+"""A guardian that looks unprivileged and is multithreaded from the start."""
+
 
 class Guardian(FramedPeer):
     """A real guardian process talking to this test over a socketpair."""
@@ -61,7 +70,10 @@ class Guardian(FramedPeer):
 
 
 def hello(
-    version: str = __version__, driver: Driver = Driver.FORK, stop_timeout_ms: int = 1000
+    version: str = __version__,
+    driver: Driver = Driver.FORK,
+    stop_timeout_ms: int = 1000,
+    containment: Containment = Containment.PROCESS,
 ) -> bytes:
     return encode_guardian_frame(
         Hello(
@@ -71,7 +83,7 @@ def hello(
             force_kill_timeout_ms=500,
             umask=0o022,
             log_json=False,
-            containment=Containment.PROCESS,
+            containment=containment,
             root_id="0" * 16,
         )
     )
@@ -110,6 +122,22 @@ class TestHandshake:
         assert isinstance(refused, Refused)
         assert refused.reason is Reason.ALREADY_RUNNING
         assert guardian.finish() == (1, b"", b"")
+
+    def test_a_user_namespace_refused_is_a_containment_failure(
+        self, runtime_root: Path, tmp_path: Path
+    ) -> None:
+        """Without ``CAP_SYS_ADMIN`` the guardian enters a user namespace right after
+        ``hello``; the kernel refuses one to a multithreaded process, so a guardian that
+        already runs a thread (the hook starts one) is refused ``worker-containment-failed``
+        before it claims anything."""
+        env = site_env(tmp_path / "site", WITHOUT_ADMIN_WITH_A_THREAD)
+        guardian = Guardian(runtime_root, env)
+        guardian.send(hello(containment=Containment.NAMESPACE))
+        refused = guardian.receive()
+        assert isinstance(refused, Refused)
+        assert refused.reason is Reason.CONTAINMENT_FAILED
+        assert guardian.finish() == (1, b"", b"")
+        assert not (runtime_root / "var/tmp/worker.lock").exists()
 
     def test_garbage_instead_of_hello(self, runtime_root: Path) -> None:
         """A peer that speaks garbage gets nothing and no traceback is printed."""
