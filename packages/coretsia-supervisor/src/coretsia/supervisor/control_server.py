@@ -91,6 +91,16 @@ class ControlServer:
         self._refusals = RefusalLog()
 
     @classmethod
+    async def open(
+        cls, transport: Transport, root: Path, socket_path: str, port: int
+    ) -> ControlServer:
+        """The listener of ``transport``: the socket at ``socket_path`` under ``root``, or
+        TCP ``port``."""
+        if transport is Transport.UNIX:
+            return await cls.open_unix(root / socket_path, socket_path)
+        return await cls.open_tcp(port)
+
+    @classmethod
     async def open_unix(cls, path: Path, address: str) -> ControlServer:
         """Bind a UNIX socket at ``path`` (replacing a stale one; the lock is ours);
         ``address`` is the path as the locator names it."""

@@ -10,15 +10,18 @@ the sweep may reap if the guardian itself is killed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Final
 
 import attrs
 import trio
 
 from coretsia.supervisor.guardian_link import GuardianLink
 from coretsia.supervisor.pool import Pool
+from coretsia.supervisor.sweep import sweep_orphans
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.control import ControlResponse, StopProgress
 from coretsia.worker_protocol.exceptions import (
+    WorkerError,
     WorkerForkFailedError,
     WorkerLifecycleFailedError,
     WorkerStartFailedError,
@@ -30,11 +33,18 @@ from coretsia.worker_protocol.internal.guardian import (
     GenerationFailed,
     HostStarted,
     Phase,
+    Release,
     Released,
     Spawned,
     SpawnFailed,
 )
 from coretsia.worker_protocol.internal.runtime.logs import event
+
+if TYPE_CHECKING:
+    from coretsia.worker_protocol.internal.runtime.cgroup import GenerationCgroup
+
+RELEASE_TIMEOUT_S: Final = 5.0
+"""How long the guardian may take to release the lock, then to exit."""
 
 
 @attrs.define
@@ -104,3 +114,34 @@ class GuardianEvents:
                 self.released.set()
             elif isinstance(frame, GenerationFailed):
                 self.pool.fail(error_for(frame.reason))
+
+    async def release(self, link: GuardianLink) -> bool:
+        """Ask the guardian to release the lock, last; True once it confirmed."""
+        try:
+            await link.send(Release())
+        except WorkerError:
+            pass
+        with trio.move_on_after(RELEASE_TIMEOUT_S):
+            await self.released.wait()
+        self.letting_go = True
+        link.close()
+        await link.wait_exit()
+        return self.lock_released
+
+    async def let_go(
+        self, link: GuardianLink, budget_s: float, cgroup: GenerationCgroup | None
+    ) -> None:
+        """Close the channel of a generation that did not end cleanly, and sweep if need be.
+
+        A guardian that reported ``drained`` and is still alive keeps containing what is
+        left (a process that survived SIGKILL) and holds the lock until it is gone; only a
+        guardian that is really gone without having done so leaves us anything to sweep:
+        its marked descendants, and ``cgroup``, the generation's cgroup if it left one.
+        """
+        self.letting_go = True
+        exited = await link.abandon()
+        if exited and not self.contained:
+            await trio.to_thread.run_sync(sweep_orphans, budget_s, self.known_pids)
+            if cgroup is not None:
+                await trio.to_thread.run_sync(cgroup.kill, budget_s)
+                cgroup.remove()

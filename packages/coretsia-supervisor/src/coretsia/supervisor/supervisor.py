@@ -36,7 +36,7 @@ from coretsia.supervisor._version import __version__
 from coretsia.supervisor.config import PoolConfig
 from coretsia.supervisor.containment import generation_cgroup, root_id
 from coretsia.supervisor.control_server import ControlServer
-from coretsia.supervisor.guardian_events import GuardianEvents
+from coretsia.supervisor.guardian_events import RELEASE_TIMEOUT_S, GuardianEvents
 from coretsia.supervisor.guardian_link import GuardianLink
 from coretsia.supervisor.guardian_process import guardian_env
 from coretsia.supervisor.notify import Notifier
@@ -44,7 +44,6 @@ from coretsia.supervisor.pool import Pool, StopCause
 from coretsia.supervisor.process.ipc_resources import PoolIpc
 from coretsia.supervisor.runtime_files import RuntimeFiles
 from coretsia.supervisor.slots import Slots, mark_exited
-from coretsia.supervisor.sweep import sweep_orphans
 from coretsia.supervisor.telemetry import NO_TELEMETRY, Telemetry
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.client import STOP_SLACK_S
@@ -59,7 +58,7 @@ from coretsia.worker_protocol.exceptions import (
     WorkerLifecycleFailedError,
     WorkerStartFailedError,
 )
-from coretsia.worker_protocol.internal.guardian import Exited, Hello, Release, Shutdown
+from coretsia.worker_protocol.internal.guardian import Exited, Hello, Shutdown
 from coretsia.worker_protocol.internal.runtime.logs import event
 from coretsia.worker_protocol.vocabulary import (
     Containment,
@@ -71,8 +70,8 @@ from coretsia.worker_protocol.vocabulary import (
 
 if TYPE_CHECKING:
     from coretsia.supervisor.prometheus import MetricsEndpoint
+    from coretsia.worker_protocol.internal.runtime.cgroup import GenerationCgroup
 
-RELEASE_TIMEOUT_S: Final = 5.0
 SHUTDOWN_SLACK_S: Final = STOP_SLACK_S - 2.0
 """How long past the budgets the supervisor waits for the guardian's ``drained``.
 
@@ -221,12 +220,9 @@ class Supervisor:
                 raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
             self._files.remove_stale()
             self._pool.endpoint_hash = self._files.endpoint_hash()
-            if self._pool.transport is Transport.UNIX:
-                self._server = await ControlServer.open_unix(
-                    self._root / config.paths.socket_path, config.paths.socket_path
-                )
-            else:
-                self._server = await ControlServer.open_tcp(config.tcp.port)
+            self._server = await ControlServer.open(
+                self._pool.transport, self._root, config.paths.socket_path, config.tcp.port
+            )
             life.start_soon(self._server.serve, self._credential, self, self._telemetry)
             if self._metrics is not None:
                 self._metrics.open(self._pool)  # under the lock, like the control server
@@ -329,7 +325,7 @@ class Supervisor:
             await guardian.drained.wait()
         clean = guardian.clean is True and not guardian.lost
         cleaned = self._close_files()
-        released = clean and await self._release(link)
+        released = clean and await guardian.release(link)
         if not released:
             # Decided before the guardian is let go: it keeps the lock while a process of
             # the generation survives, and the stop clients must hear why within their
@@ -344,7 +340,8 @@ class Supervisor:
         for subscriber in self._subscribers:
             subscriber.close()
         if not clean:
-            await self._let_go(link)
+            budget_s = self._config.budgets.force_kill_timeout_ms / 1000
+            await guardian.let_go(link, budget_s, self._left_cgroup(link))
         if pool.failure is None:
             event("pool.stopped", outcome="clean")
         else:
@@ -357,6 +354,12 @@ class Supervisor:
         stopping.finish("success" if released and cleaned else "failure")
         if self._server is not None:
             await self._server.wait_idle(RELEASE_TIMEOUT_S)
+
+    def _left_cgroup(self, link: GuardianLink) -> GenerationCgroup | None:
+        """The generation's cgroup a lost guardian may have left (``cgroup`` level only)."""
+        if self._pool.containment is not Containment.CGROUP:
+            return None
+        return generation_cgroup(self._root, link.process.pid)
 
     def _close_files(self) -> bool:
         """Close the listeners and remove every runtime file; False if one resisted.
@@ -377,34 +380,3 @@ class Supervisor:
         if not self._ipc.close():
             cleaned = False
         return cleaned
-
-    async def _release(self, link: GuardianLink) -> bool:
-        """Ask the guardian to release the lock, last; True once it confirmed."""
-        try:
-            await link.send(Release())
-        except WorkerError:
-            pass
-        with trio.move_on_after(RELEASE_TIMEOUT_S):
-            await self._guardian.released.wait()
-        self._guardian.letting_go = True
-        link.close()
-        await link.wait_exit()
-        return self._guardian.lock_released
-
-    async def _let_go(self, link: GuardianLink) -> None:
-        """Close the channel of a generation that did not end cleanly, and sweep if need be.
-
-        A guardian that reported ``drained`` and is still alive keeps containing what is
-        left (a process that survived SIGKILL) and holds the lock until it is gone; only a
-        guardian that is really gone without having done so leaves us anything to sweep.
-        """
-        self._guardian.letting_go = True
-        exited = await link.abandon()
-        if exited and not self._guardian.contained:
-            budget_s = self._config.budgets.force_kill_timeout_ms / 1000
-            await trio.to_thread.run_sync(sweep_orphans, budget_s, self._guardian.known_pids)
-            if self._pool.containment is Containment.CGROUP:
-                left = generation_cgroup(self._root, link.process.pid)
-                if left is not None:
-                    await trio.to_thread.run_sync(left.kill, budget_s)
-                    left.remove()
