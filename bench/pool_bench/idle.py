@@ -84,6 +84,8 @@ def scenario_idle(results: Results, driver: str, windows: int, window_s: float) 
         daemons = {"supervisor": pool.supervisor, "guardian": pool.guardian()}
         for index, host in enumerate(pool.proc_hosts()):
             daemons[f"proc host {index}"] = host
+        for index, init in enumerate(pool.inits()):
+            daemons[f"namespace init {index}"] = init
         time.sleep(2.0)  # let the start settle (state file, first health ticks)
         cpu: list[float] = []
         sched: list[float] = []

@@ -96,15 +96,19 @@ class Pool:
         return self._named("coretsia.supervisor.launcher")
 
     def guardian(self) -> psutil.Process:
-        (guardian,) = self._named("coretsia.guardian")
+        (guardian,) = self._named("coretsia.guardian --channel-fd")
         return guardian
 
     def proc_hosts(self) -> list[psutil.Process]:
         return self._named("coretsia.proc_host")
 
+    def inits(self) -> list[psutil.Process]:
+        """The PID namespace's init (``containment`` at ``namespace``: root's default)."""
+        return self._named("coretsia.guardian.pid_init")
+
     def daemons(self) -> list[psutil.Process]:
-        """The supervisor, the guardian and any proc host."""
-        return [self.supervisor, self.guardian(), *self.proc_hosts()]
+        """The supervisor, the guardian, any proc host and the namespace's init."""
+        return [self.supervisor, self.guardian(), *self.proc_hosts(), *self.inits()]
 
     def stop(self) -> tuple[float, list[int]]:
         """``coretsia-supervisor stop``: seconds until everything is gone, and survivors."""

@@ -35,7 +35,7 @@ from coretsia.worker_protocol.control import (
     encode_response,
     open_response,
 )
-from coretsia.worker_protocol.control_auth import Role, Transcript
+from coretsia.worker_protocol.control_auth import Role, Transcript, hmac_sha256
 from coretsia.worker_protocol.control_conversation import (
     ClientConversation,
     ControlState,
@@ -393,3 +393,12 @@ def test_any_change_to_any_sealed_frame_is_refused(
             return
         end.receive_data(line)
         assert not isinstance(end.next_event(), Need)
+
+
+@given(key=st.binary(max_size=200), message=st.binary(max_size=2000))
+def test_the_mac_is_hmac_sha256_byte_for_byte(key: bytes, message: bytes) -> None:
+    """The probe's own HMAC (no OpenSSL import) is the standard library's, for any key length."""
+    import hashlib
+    import hmac
+
+    assert hmac_sha256(key, message) == hmac.new(key, message, hashlib.sha256).digest()
