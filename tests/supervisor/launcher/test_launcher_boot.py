@@ -1,0 +1,74 @@
+"""What a worker's boot costs and shows: the boot path imports nothing heavy, and the quick
+start example boots from its own configuration and serves a task.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from launcher_harness import WAIT, Launcher, launch_spec, read_line
+
+from coretsia.supervisor.generation import publish
+from coretsia.worker_protocol.worker_channel import Ready
+
+REPO = Path(__file__).resolve().parents[3]
+QUICKSTART = REPO / "docs" / "examples" / "quickstart"
+
+
+HEAVY = ("trio", "cattrs", "attrs", "psutil")
+
+
+# --- boot cost and the quick start -----------------------------------------------------
+
+
+def test_boot_path_imports_nothing_heavy(root: Path) -> None:
+    publish(root, launch_spec())
+    with Launcher(root, python_flags=("-X", "importtime")) as launcher:
+        assert launcher.next_frame() == Ready()
+        launcher.stop()
+        outcome = launcher.finish()
+    assert outcome.code == 0
+    lines = [ln for ln in outcome.stderr.decode().splitlines() if ln.startswith("import time:")]
+    modules = {ln.rsplit("|", 1)[1].strip() for ln in lines[1:]}  # first line is the header
+    assert "coretsia.supervisor.generation" in modules
+    assert "coretsia.worker_protocol.worker_channel" in modules
+    heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY)
+    assert heavy == []
+    # Slow standard modules too: OpenSSL through hashlib (the built-in SHA-256 digests
+    # the generation), dataclasses with inspect, and socket with selectors (the channel
+    # is a C-level _socket.socket). And discovery: a worker imports the one frozen
+    # target, it never reads package metadata or entry points (seed 000).
+    banned = {"hashlib", "_hashlib", "dataclasses", "inspect", "socket", "selectors"}
+    banned |= {
+        "importlib.metadata",
+        "coretsia.supervisor.entry_points",
+        "coretsia.supervisor.task_sources",
+    }
+    assert modules & banned == set()
+
+
+@pytest.fixture
+def quickstart(tmp_path: Path) -> Path:
+    """A copy of docs/examples/quickstart, so the test never writes into the repository."""
+    project = tmp_path / "quickstart"
+    shutil.copytree(QUICKSTART, project, ignore=shutil.ignore_patterns("var", "__pycache__"))
+    return project
+
+
+def test_quickstart_example_boots_and_works(quickstart: Path) -> None:
+    from coretsia.sources.sqlite_queue import SqliteQueue
+    from coretsia.supervisor.config import load_config
+    from coretsia.supervisor.task_sources import generation_spec
+
+    publish(quickstart, generation_spec(quickstart, load_config(quickstart)))
+    with SqliteQueue(str(quickstart / "var/queue.sqlite3")) as queue:
+        queue.enqueue(["hello"])
+    with Launcher(quickstart, slot=0) as launcher:
+        assert launcher.next_frame() == Ready()
+        line = read_line(launcher.proc.stdout, WAIT)
+        launcher.stop()
+        outcome = launcher.finish()
+    assert line.endswith(b": 'hello' has 5 letters\n")
+    assert (outcome.code, outcome.frames) == (0, [Ready()])

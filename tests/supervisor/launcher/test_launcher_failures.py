@@ -1,0 +1,145 @@
+"""A launcher that cannot boot or serve: one ``failed`` frame with its reason, then status 1,
+and nothing on stdout or stderr unless debug asks for the traceback.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from launcher_harness import WAIT, Launcher, assert_quiet, launch, launch_spec, recorded_calls
+
+from coretsia.supervisor.generation import publish
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.worker_channel import Failed, Ready
+
+# --- failures: a reason frame, then status 1 -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "task_source",
+    [
+        None,
+        "sources",
+        ":blocking",
+        "sources:",
+        "no_such_module:make",
+        "sources:no_such_attr",
+        "sources:raising",
+        "sources:not_callable",
+    ],
+)
+def test_unresolvable_task_source(root: Path, task_source: str | None) -> None:
+    publish(root, launch_spec(task_source=task_source))
+    outcome = launch(root)
+    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.TASK_SOURCE_UNRESOLVABLE)])
+    assert_quiet(outcome)
+
+
+def test_source_outside_app_path_is_unresolvable(root: Path) -> None:
+    """Only app_path is searched: not the working directory ``python -m`` would add."""
+    shutil.copy(root / "apps" / "sources.py", root / "rootsources.py")
+    publish(root, launch_spec(task_source="rootsources:blocking"))
+    outcome = launch(root)
+    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.TASK_SOURCE_UNRESOLVABLE)])
+
+
+@pytest.mark.parametrize(
+    ("task_source", "reason", "calls"),
+    [
+        ("sources:invalid", Reason.TASK_SOURCE_INVALID, []),
+        ("sources:other_type", Reason.TASK_SOURCE_INVALID, []),
+        ("sources:not_ready", Reason.TASK_SOURCE_NOT_READY, ["assert_ready"]),
+    ],
+)
+def test_boot_failures_before_ready(
+    root: Path, task_source: str, reason: Reason, calls: list[str]
+) -> None:
+    publish(root, launch_spec(task_source=task_source))
+    outcome = launch(root)
+    assert (outcome.code, outcome.frames) == (1, [Failed(reason)])
+    assert_quiet(outcome)
+    assert recorded_calls(root) == calls
+
+
+@pytest.mark.parametrize(
+    ("task_source", "reason", "calls"),
+    [
+        ("sources:receive_fails", Reason.TASK_SOURCE_RECEIVE_FAILED, []),
+        ("sources:terminates", Reason.TASK_SOURCE_TERMINATED, []),
+        # complete() failing is a settlement failure and never falls through to fail().
+        ("sources:complete_fails", Reason.TASK_SETTLEMENT_FAILED, ["run", "complete 42"]),
+        ("sources:fail_fails", Reason.TASK_SETTLEMENT_FAILED, ["run", "fail ValueError"]),
+    ],
+)
+def test_failures_after_ready(
+    root: Path, task_source: str, reason: Reason, calls: list[str]
+) -> None:
+    publish(root, launch_spec(task_source=task_source))
+    outcome = launch(root)
+    assert (outcome.code, outcome.frames) == (1, [Ready(), Failed(reason)])
+    assert_quiet(outcome)
+    assert recorded_calls(root) == ["assert_ready", *calls]
+
+
+def test_system_exit_from_application_code_is_a_boot_failure(root: Path) -> None:
+    publish(root, launch_spec(task_source="sources:exits"))
+    outcome = launch(root)
+    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.CHILD_START_FAILED)])
+    assert_quiet(outcome)
+
+
+def test_missing_generation_is_a_boot_failure(root: Path) -> None:
+    outcome = launch(root)
+    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.CHILD_START_FAILED)])
+    assert_quiet(outcome)
+
+
+def test_tampered_generation_is_a_boot_failure(root: Path) -> None:
+    publish(root, launch_spec())
+    base = root / "var" / "generations"
+    path = base / (base / "current").read_text().strip() / "generation.json"
+    path.chmod(0o600)
+    path.write_bytes(path.read_bytes().replace(b'"workers":2', b'"workers":3'))
+    outcome = launch(root)
+    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.CHILD_START_FAILED)])
+    assert_quiet(outcome)
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        {"workers": "2"},
+        {"max_requests": 0},
+        {"task_type": "cron"},
+        {"app_path": "apps"},
+        {"app_path": ["../elsewhere"]},
+    ],
+)
+def test_spec_the_launcher_cannot_use_is_a_boot_failure(
+    root: Path, override: dict[str, object]
+) -> None:
+    publish(root, launch_spec(**override))
+    outcome = launch(root)
+    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.CHILD_START_FAILED)])
+    assert_quiet(outcome)
+
+
+def test_debug_writes_the_traceback_to_stderr(root: Path) -> None:
+    publish(root, launch_spec(task_source="sources:raising", debug=True))
+    outcome = launch(root)
+    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.TASK_SOURCE_UNRESOLVABLE)])
+    assert b"Traceback" in outcome.stderr
+    assert b"factory failed" in outcome.stderr
+    assert outcome.stdout == b""
+
+
+def test_closed_channel_does_not_crash_the_launcher(root: Path) -> None:
+    publish(root, launch_spec(task_source="sources:not_ready"))
+    with Launcher(root) as launcher:
+        launcher.channel.close()
+        stdout, stderr = launcher.proc.communicate(timeout=WAIT)
+        launcher.reaped = True
+    assert launcher.proc.returncode == 1
+    assert (stdout, stderr) == (b"", b"")

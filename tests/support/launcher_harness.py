@@ -1,0 +1,219 @@
+"""The worker launcher, run for real: a fresh interpreter per launch, real descriptors.
+
+A test publishes a generation into a temporary project root, starts
+``python -m coretsia.supervisor.launcher`` there (:class:`Launcher`) with one end of a real
+socketpair (the worker channel) and the read end of a real pipe (the stop signal), and
+asserts on the frames that arrive on the other end and on the exit status. Task sources are
+the small modules of ``tests/support/apps/launcher_sources.py``, installed as the root's
+``apps/sources.py``; they record what the launcher called in ``calls.log`` so that stdout and
+stderr can be asserted empty.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from coretsia.worker_protocol.worker_channel import (
+    Retiring,
+    WorkerFrame,
+    decode_worker_frame,
+    encode_retire,
+)
+
+WAIT = 10.0  # upper bound on any single wait; tests finish far sooner
+
+ArgvBuilder = Callable[[int, int], list[str]]
+"""Builds the launcher's argv from the channel and stop descriptors it will inherit."""
+
+CHANNEL = "<channel>"
+STOP = "<stop>"
+"""Placeholders in :func:`contract_argv`'s changes for the descriptors a launcher inherits."""
+
+
+def contract_argv(
+    changes: dict[str, str | None] | None = None, extra: list[str] | None = None
+) -> ArgvBuilder:
+    """The four contract arguments, with some changed (None: left out), then ``extra``."""
+
+    def build(channel_fd: int, stop_fd: int) -> list[str]:
+        values: dict[str, str | None] = {
+            "artifact_root": "var/generations",
+            "slot": "1",
+            "channel_fd": CHANNEL,
+            "stop_fd": STOP,
+        }
+        values.update(changes or {})
+        fds = {CHANNEL: str(channel_fd), STOP: str(stop_fd)}
+        return [
+            f"--coretsia-worker-{key.replace('_', '-')}={fds.get(value, value)}"
+            for key, value in values.items()
+            if value is not None
+        ] + (extra or [])
+
+    return build
+
+
+def launch_spec(**overrides: object) -> dict[str, object]:
+    """A generation spec the launcher accepts (task source ``sources:blocking``), with
+    ``overrides`` applied."""
+    spec: dict[str, object] = {
+        "workers": 2,
+        "max_requests": 1000,
+        "task_type": "queue",
+        "task_source": "sources:blocking",
+        "app_path": ["apps"],
+        "driver": "auto",
+        "control_transport": "auto",
+        "tcp_host": "127.0.0.1",
+        "tcp_port": 9327,
+        "socket_path": "var/tmp/worker.sock",
+        "state_path": "var/tmp/worker.state.json",
+        "stop_flag_path": "var/tmp/worker.stop",
+        "start_timeout_ms": 10000,
+        "stop_timeout_ms": 10000,
+        "force_kill_timeout_ms": 1000,
+        "debug": False,
+    }
+    spec.update(overrides)
+    return spec
+
+
+def recorded_calls(root: Path) -> list[str]:
+    """What the test task sources recorded in the root's ``calls.log``, in order."""
+    log = root / "calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+@dataclass
+class Outcome:
+    """How a launcher ended: its exit status, every frame it sent, and its output."""
+
+    code: int
+    frames: list[WorkerFrame]
+    stdout: bytes
+    stderr: bytes
+
+
+class Launcher:
+    """One launcher process and our ends of its channel and stop pipe; always reaped."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        slot: int = 1,
+        argv: ArgvBuilder | None = None,
+        parent_pid: str | None = None,
+        python_flags: tuple[str, ...] = (),
+        artifact_root: str = "var/generations",
+    ) -> None:
+        self.channel, child_channel = socket.socketpair()
+        stop_read, self.stop_write = os.pipe()
+        self.buffer = b""
+        self.frames: list[WorkerFrame] = []
+        self.eof = False
+        self.reaped = False
+        env = dict(os.environ)
+        env["CORETSIA_WORKER_PARENT_PID"] = str(os.getpid()) if parent_pid is None else parent_pid
+        if parent_pid == "":
+            del env["CORETSIA_WORKER_PARENT_PID"]
+        build = argv or contract_argv({"artifact_root": artifact_root, "slot": str(slot)})
+        try:
+            self.proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    *python_flags,
+                    "-m",
+                    "coretsia.supervisor.launcher",
+                    *build(child_channel.fileno(), stop_read),
+                ],
+                cwd=root,
+                env=env,
+                pass_fds=(child_channel.fileno(), stop_read),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+        finally:
+            child_channel.close()
+            os.close(stop_read)
+
+    def next_frame(self) -> WorkerFrame | None:
+        """The next frame, or None at EOF; fails the test after ``WAIT`` seconds."""
+        deadline = time.monotonic() + WAIT
+        while b"\n" not in self.buffer and not self.eof:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, "no frame within the wait"
+            self.channel.settimeout(remaining)
+            chunk = self.channel.recv(4096)
+            self.eof = not chunk
+            self.buffer += chunk
+        if b"\n" not in self.buffer:
+            assert self.buffer == b"", "truncated frame"
+            return None
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        frame = decode_worker_frame(line + b"\n")
+        self.frames.append(frame)
+        if isinstance(frame, Retiring):
+            self.channel.sendall(encode_retire())  # grant it, as the supervisor does
+        return frame
+
+    def stop(self) -> None:
+        """Request a cooperative stop: close the only write end of the stop pipe."""
+        if self.stop_write >= 0:
+            os.close(self.stop_write)
+            self.stop_write = -1
+
+    def finish(self) -> Outcome:
+        """Read the frames up to EOF, then reap the process."""
+        while self.next_frame() is not None:
+            pass
+        stdout, stderr = self.proc.communicate(timeout=WAIT)
+        self.reaped = True
+        return Outcome(self.proc.returncode, self.frames, stdout, stderr)
+
+    def __enter__(self) -> Launcher:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if not self.reaped:
+            self.proc.kill()  # harmless if it already exited; we reap it either way
+            self.proc.communicate(timeout=WAIT)
+        self.channel.close()
+        self.stop()
+
+
+def launch(root: Path, **kwargs: Any) -> Outcome:
+    """Run a launcher that is expected to end on its own, and return how it ended."""
+    with Launcher(root, **kwargs) as launcher:
+        return launcher.finish()
+
+
+def assert_quiet(outcome: Outcome) -> None:
+    """A launcher writes nothing to stdout or stderr: the channel is its only voice."""
+    assert outcome.stdout == b""
+    assert outcome.stderr == b""
+
+
+def read_line(stream: object, timeout: float) -> bytes:
+    """One line from a child's output pipe, waiting at most ``timeout`` seconds for it."""
+    assert hasattr(stream, "fileno")
+    assert hasattr(stream, "readline")
+    ready, _, _ = select.select([stream], [], [], timeout)
+    assert ready, "no output within the wait"
+    line: bytes = stream.readline()
+    return line
