@@ -1,4 +1,5 @@
-"""Fixtures for the reference SQLite queue and source: a fake worker context, test handlers.
+"""Fixtures for the reference SQLite queue and source: a fake worker context, test handlers,
+an open queue.
 
 Their directories are the shared ``short_root``: a waiter's notification socket lives next
 to the database, and an AF_UNIX path longer than about 100 bytes cannot be bound (pytest's
@@ -16,6 +17,8 @@ from typing import Any
 
 import pytest
 from pools import install_app
+
+from coretsia.sources.sqlite_queue import SqliteQueue
 
 
 class FakeContext:
@@ -89,3 +92,10 @@ def handlers(short_root: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.syspath_prepend(str(package))
     monkeypatch.delitem(sys.modules, "cq_handlers", raising=False)
     return "cq_handlers"
+
+
+@pytest.fixture
+def queue(short_root: Path) -> Iterator[SqliteQueue]:
+    """An open SQLite queue in a fresh short root (``var/q.sqlite3``), closed at teardown."""
+    with SqliteQueue(short_root / "var" / "q.sqlite3") as q:
+        yield q
