@@ -1,5 +1,5 @@
 """Fixtures for the reference SQLite queue and source: a fake worker context, test handlers,
-an open queue.
+an open queue and where one goes.
 
 Their directories are the shared ``short_root``: a waiter's notification socket lives next
 to the database, and an AF_UNIX path longer than about 100 bytes cannot be bound (pytest's
@@ -99,3 +99,9 @@ def queue(short_root: Path) -> Iterator[SqliteQueue]:
     """An open SQLite queue in a fresh short root (``var/q.sqlite3``), closed at teardown."""
     with SqliteQueue(short_root / "var" / "q.sqlite3") as q:
         yield q
+
+
+@pytest.fixture
+def db(short_root: Path) -> Path:
+    """Where a queue database goes in a fresh short root; nothing is created there."""
+    return short_root / "var" / "q.sqlite3"

@@ -1,52 +1,20 @@
-"""``coretsia-sqlite-queue``: enqueue from arguments and stdin, stats, short errors."""
+"""``coretsia-sqlite-queue``: enqueue from arguments and stdin, stats, short errors for a file
+that is not a queue, usage errors, and private files whatever the umask.
+"""
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import re
 import sqlite3
 import sys
 from pathlib import Path
 
 import pytest
 from commands import QUEUE_CLI, run_process
+from queue_cli import run_cli
 
-from coretsia.sources import cli
 from coretsia.sources.sqlite_queue import SqliteQueue
-
-
-def _run(
-    argv: list[str],
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    stdin: str = "",
-) -> tuple[int, str, str]:
-    monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
-    try:
-        code = cli.main(argv)
-    except SystemExit as exit_:  # argparse's own usage errors and --version
-        code = exit_.code if isinstance(exit_.code, int) else 1
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-NOT_BOTH_NOT_NEITHER = (
-    "coretsia-sqlite-queue: usage error: give message ids or --all, not both and not neither"
-)
-USAGE = {
-    "retry": "usage: coretsia-sqlite-queue retry [-h] --db PATH [--all] [ID ...]",
-    "purge": "usage: coretsia-sqlite-queue purge [-h] --db PATH (--done | --failed)",
-}
-
-
-def _bad_id(text: str) -> str:
-    """argparse's error line for a retry ``ID`` that is not one."""
-    return (
-        "coretsia-sqlite-queue retry: error: argument ID: "
-        f"not a message id: '{text}' (ids are 1 to 9223372036854775807)"
-    )
 
 
 def _payloads(db: Path) -> list[str]:
@@ -54,15 +22,10 @@ def _payloads(db: Path) -> list[str]:
         return [m.payload for m in iter(lambda: queue.lease("cli-test"), None)]
 
 
-@pytest.fixture
-def db(short_root: Path) -> Path:
-    return short_root / "var" / "q.sqlite3"
-
-
 def test_enqueue_from_arguments(
     db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code, out, err = _run(["enqueue", "--db", str(db), "a", "b c", ""], capsys, monkeypatch)
+    code, out, err = run_cli(["enqueue", "--db", str(db), "a", "b c", ""], capsys, monkeypatch)
     assert (code, out, err) == (0, "enqueued 3\n", "")
     assert _payloads(db) == ["a", "b c", ""]
 
@@ -76,7 +39,7 @@ def test_enqueue_from_stdin_one_per_line(
 ) -> None:
     """Line ends (\\n or \\r\\n) are stripped and blank lines skipped."""
     stdin = "one\n\ntwo words\r\n  three  \n"
-    code, out, _ = _run(["enqueue", "--db", str(db), *argv_tail], capsys, monkeypatch, stdin)
+    code, out, _ = run_cli(["enqueue", "--db", str(db), *argv_tail], capsys, monkeypatch, stdin)
     assert (code, out) == (0, "enqueued 3\n")
     assert _payloads(db) == ["one", "two words", "  three  "]
 
@@ -84,7 +47,7 @@ def test_enqueue_from_stdin_one_per_line(
 def test_dash_reads_stdin_in_place(
     db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code, _, _ = _run(
+    code, _, _ = run_cli(
         ["enqueue", "--db", str(db), "first", "-", "last"], capsys, monkeypatch, "x\ny\n"
     )
     assert code == 0
@@ -94,7 +57,7 @@ def test_dash_reads_stdin_in_place(
 def test_dash_twice_is_a_usage_error(
     db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code, out, err = _run(["enqueue", "--db", str(db), "-", "-"], capsys, monkeypatch)
+    code, out, err = run_cli(["enqueue", "--db", str(db), "-", "-"], capsys, monkeypatch)
     assert (code, out) == (2, "")
     assert err == "coretsia-sqlite-queue: usage error: '-' (read stdin) may be given once\n"
     assert not db.exists()
@@ -110,10 +73,10 @@ def test_stats_text_and_json(
         assert failed is not None
         queue.ack(done)
         queue.fail(failed, 1)
-    code, out, _ = _run(["stats", "--db", str(db)], capsys, monkeypatch)
+    code, out, _ = run_cli(["stats", "--db", str(db)], capsys, monkeypatch)
     assert code == 0
     assert out == "pending    1\nin_flight  1\ndone       1\nfailed     1\n"
-    code, out, _ = _run(["stats", "--db", str(db), "--json"], capsys, monkeypatch)
+    code, out, _ = run_cli(["stats", "--db", str(db), "--json"], capsys, monkeypatch)
     assert code == 0
     assert out == '{"done":1,"failed":1,"in_flight":1,"pending":1}\n'
     assert json.loads(out) == {"pending": 1, "in_flight": 1, "done": 1, "failed": 1}
@@ -122,7 +85,7 @@ def test_stats_text_and_json(
 def test_stats_of_a_missing_database_fails_without_creating_it(
     db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code, out, err = _run(["stats", "--db", str(db)], capsys, monkeypatch)
+    code, out, err = run_cli(["stats", "--db", str(db)], capsys, monkeypatch)
     assert (code, out) == (1, "")
     assert err == "coretsia-sqlite-queue: error: the queue database does not exist\n"
     assert not db.exists()
@@ -152,7 +115,7 @@ def _refused_untouched(
     alone, refused before anything was written (not even WAL): the file is unchanged to
     the byte and nothing appeared beside it."""
     before = path.read_bytes()
-    code, out, err = _run([argv[0], "--db", str(path), *argv[1:]], capsys, monkeypatch)
+    code, out, err = run_cli([argv[0], "--db", str(path), *argv[1:]], capsys, monkeypatch)
     assert (code, out) == (1, "")
     assert err == f"coretsia-sqlite-queue: error: {error}\n"
     assert path.read_bytes() == before
@@ -201,7 +164,7 @@ def test_another_applications_database_is_a_short_error(
 def test_usage_errors_exit_2(
     argv: list[str], capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code, out, err = _run(argv, capsys, monkeypatch)
+    code, out, err = run_cli(argv, capsys, monkeypatch)
     assert (code, out) == (2, "")
     assert "usage: coretsia-sqlite-queue" in err
     assert "Traceback" not in err
@@ -222,207 +185,6 @@ def test_the_console_script_is_installed(short_root: Path) -> None:
     )
     assert (stats.returncode, stats.stderr) == (0, "")
     assert stats.stdout == '{"done":0,"failed":0,"in_flight":0,"pending":2}\n'
-
-
-def _with_failures(db: Path) -> None:
-    """Messages 1..4: 1 done, 2 and 3 failed (one with a message that needs escaping), 4 pending."""
-    with SqliteQueue(db) as queue:
-        queue.enqueue(["secret-1", "secret-2", "secret-3", "secret-4"])
-        done = queue.lease("g")
-        assert done is not None
-        queue.ack(done)
-        for error in ("ValueError", "mymod.Refused: bad\n\x1b[31mred"):
-            message = queue.lease("g")
-            assert message is not None
-            queue.fail(message, 1, error=error)
-
-
-class TestFailed:
-    def test_text_lists_id_attempts_utc_time_and_error_never_the_payload(
-        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        _with_failures(db)
-        code, out, err = _run(["failed", "--db", str(db)], capsys, monkeypatch)
-        assert (code, err) == (0, "")
-        lines = out.splitlines()
-        assert len(lines) == 2
-        first, second = (line.split("\t") for line in lines)
-        assert first[:2] == ["2", "1"]
-        assert first[3] == "ValueError"
-        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", first[2])
-        assert second[3] == "mymod.Refused: bad\\n\\x1b[31mred"  # no control characters
-        assert "secret" not in out
-
-    def test_json(
-        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        _with_failures(db)
-        code, out, _ = _run(["failed", "--db", str(db), "--json"], capsys, monkeypatch)
-        assert code == 0
-        rows = json.loads(out)
-        assert [(r["id"], r["attempts"], r["last_error"]) for r in rows] == [
-            (2, 1, "ValueError"),
-            (3, 1, "mymod.Refused: bad\n\x1b[31mred"),
-        ]
-        assert all(sorted(r) == ["attempts", "id", "last_error", "settled_at"] for r in rows)
-        assert rows[0]["settled_at"].endswith("Z")
-        assert "secret" not in out
-
-    def test_no_failure_time_and_no_error_are_shown_as_such(
-        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """``fail`` without an error; a failure time missing (a row written by hand)."""
-        with SqliteQueue(db) as queue:
-            queue.enqueue(["secret"])
-            message = queue.lease("g")
-            assert message is not None
-            assert queue.fail(message, 1) == "failed"
-        conn = sqlite3.connect(db)
-        with conn:
-            conn.execute("UPDATE messages SET settled_at = NULL WHERE id = 1")
-        conn.close()
-        assert _run(["failed", "--db", str(db)], capsys, monkeypatch) == (0, "1\t1\t-\t\n", "")
-        assert _run(["failed", "--db", str(db), "--json"], capsys, monkeypatch) == (
-            0,
-            '[{"attempts":1,"id":1,"last_error":null,"settled_at":null}]\n',
-            "",
-        )
-
-    def test_none_failed(
-        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        SqliteQueue(db).close()
-        assert _run(["failed", "--db", str(db)], capsys, monkeypatch) == (0, "", "")
-        assert _run(["failed", "--db", str(db), "--json"], capsys, monkeypatch) == (0, "[]\n", "")
-
-
-class TestRetry:
-    def test_an_id_beyond_sqlites_integers_is_a_usage_error(self, db: Path) -> None:
-        """The console script as an operator runs it: exit 2, argparse's message, nothing else."""
-        _with_failures(db)
-        retried = run_process([QUEUE_CLI, "retry", "--db", str(db), "99999999999999999999"])
-        assert (retried.returncode, retried.stdout) == (2, "")
-        assert retried.stderr.splitlines() == [USAGE["retry"], _bad_id("99999999999999999999")]
-        with SqliteQueue(db) as queue:
-            assert queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 2}
-
-    def test_the_largest_id_is_looked_up(
-        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        _with_failures(db)
-        assert _run(
-            ["retry", "--db", str(db), "2", "9223372036854775807"], capsys, monkeypatch
-        ) == (1, "retried 1\n", "coretsia-sqlite-queue: error: no message 9223372036854775807\n")
-
-    def test_ids_retry_the_failed_and_report_the_rest(
-        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        _with_failures(db)
-        code, out, err = _run(["retry", "--db", str(db), "3", "1", "77"], capsys, monkeypatch)
-        assert (code, out) == (1, "retried 1\n")
-        assert err == (
-            "coretsia-sqlite-queue: error: no message 77\n"
-            "coretsia-sqlite-queue: error: message 1 is not failed\n"
-        )
-        with SqliteQueue(db) as queue:
-            assert queue.stats() == {"pending": 2, "in_flight": 0, "done": 1, "failed": 1}
-
-    def test_all(
-        self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        _with_failures(db)
-        assert _run(["retry", "--db", str(db), "--all"], capsys, monkeypatch) == (
-            0,
-            "retried 2\n",
-            "",
-        )
-        with SqliteQueue(db) as queue:
-            assert queue.stats() == {"pending": 3, "in_flight": 0, "done": 1, "failed": 0}
-            assert {m.attempts for m in iter(lambda: queue.lease("g"), None)} == {0}
-
-
-class TestPurge:
-    @pytest.mark.parametrize(
-        ("flag", "count", "left"),
-        [("--done", 1, {"done": 0, "failed": 2}), ("--failed", 2, {"done": 1, "failed": 0})],
-    )
-    def test_deletes_one_state_and_prints_the_count(
-        self,
-        db: Path,
-        capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch,
-        flag: str,
-        count: int,
-        left: dict[str, int],
-    ) -> None:
-        _with_failures(db)
-        assert _run(["purge", "--db", str(db), flag], capsys, monkeypatch) == (
-            0,
-            f"purged {count}\n",
-            "",
-        )
-        with SqliteQueue(db) as queue:
-            assert queue.stats() == {"pending": 1, "in_flight": 0, **left}
-
-
-@pytest.mark.parametrize(
-    ("command", "tail", "message"),
-    [
-        ("retry", [], NOT_BOTH_NOT_NEITHER),
-        ("retry", ["--all", "2"], NOT_BOTH_NOT_NEITHER),
-        ("retry", ["0"], _bad_id("0")),
-        ("retry", ["-1"], _bad_id("-1")),
-        ("retry", ["x"], _bad_id("x")),
-        ("retry", ["9223372036854775808"], _bad_id("9223372036854775808")),  # 2**63
-        ("retry", ["99999999999999999999"], _bad_id("99999999999999999999")),
-        ("retry", ["1", "99999999999999999999"], _bad_id("99999999999999999999")),
-        (
-            "purge",
-            [],
-            "coretsia-sqlite-queue purge: error: one of the arguments --done --failed is required",
-        ),
-        (
-            "purge",
-            ["--done", "--failed"],
-            "coretsia-sqlite-queue purge: error: "
-            "argument --failed: not allowed with argument --done",
-        ),
-    ],
-)
-def test_retry_and_purge_usage_errors_change_nothing(
-    db: Path,
-    capsys: pytest.CaptureFixture[str],
-    monkeypatch: pytest.MonkeyPatch,
-    command: str,
-    tail: list[str],
-    message: str,
-) -> None:
-    """Ids (1 to SQLite's largest integer) or --all for retry; exactly one state for purge.
-
-    argparse's own errors print the command's usage line first; ours (a command line that
-    parses but makes no sense) only the one line.
-    """
-    _with_failures(db)
-    code, out, err = _run([command, "--db", str(db), *tail], capsys, monkeypatch)
-    assert (code, out) == (2, "")
-    ours = message == NOT_BOTH_NOT_NEITHER
-    assert err.splitlines() == ([message] if ours else [USAGE[command], message])
-    with SqliteQueue(db) as queue:
-        assert queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 2}
-
-
-@pytest.mark.parametrize(
-    "argv",
-    [["failed"], ["failed", "--json"], ["retry", "--all"], ["retry", "1"], ["purge", "--done"]],
-)
-def test_the_operator_commands_never_create_a_database(
-    db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
-) -> None:
-    code, out, err = _run([argv[0], "--db", str(db), *argv[1:]], capsys, monkeypatch)
-    assert (code, out) == (1, "")
-    assert err == "coretsia-sqlite-queue: error: the queue database does not exist\n"
-    assert not db.exists()
-    assert not db.parent.exists()
 
 
 @pytest.mark.parametrize("umask", [0o022, 0o000, 0o277])
