@@ -1,9 +1,9 @@
 """The control conversation, both ends, without sockets: every legal path, every illegal one.
 
 Like h11's ``ConnectionPair``, a :class:`Pair` wires a client and a server conversation in
-memory, so a test reads as the exchange it checks. The handshake's attacks (a wrong MAC on
-either side, replays, reflection, substitution, truncation) are in
-``test_protocol_control_handshake.py``.
+memory, so a test reads as the exchange it checks. The handshake's proofs (a wrong MAC on
+either side) are in ``test_protocol_control_handshake.py``, its attacks (replays,
+reflection, substitution, truncation) in ``test_protocol_control_attacks.py``.
 """
 
 from __future__ import annotations
