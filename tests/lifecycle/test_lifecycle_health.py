@@ -22,10 +22,14 @@ from pools import Supervisor, Supervisors, cli, install_app, wait_for, write_roo
 STATE = "var/tmp/worker.state.json"
 
 
-def _busy_pool(root: Path, supervisors: Supervisors, **worker: str) -> Supervisor:
+def _busy_pool(
+    root: Path, supervisors: Supervisors, stop_flag_path: str | None = None
+) -> Supervisor:
     """A running pool of two workers, each inside a task that ignores the stop."""
     install_app(root, "claims_app.py")
-    write_root(root, task_source="claims_app:busy", stop_timeout_ms=60000, **worker)
+    write_root(
+        root, task_source="claims_app:busy", stop_timeout_ms=60000, stop_flag_path=stop_flag_path
+    )
     supervisor = supervisors.running(root)
     wait_for(lambda: (root / "busy-0").exists() and (root / "busy-1").exists())
     return supervisor
