@@ -2,8 +2,9 @@
 choice is honoured or refused, and a failed spawn never falls back to the other driver.
 
 The resolver is tested against every combination of the facts it reads (``sys.platform``,
-``os.posix_spawn``, ``socket.send_fds``), removed for the duration of a call; then real
-supervisors show the same rules from the command line and the no-fallback rule at spawn.
+``os.posix_spawn``, ``socket.send_fds``, ``socket.AF_UNIX``), removed for the duration of a
+call; then real supervisors show the same rules from the command line and the no-fallback
+rule at spawn.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ PLATFORMS = {
     "no-posix-spawn": ("posix_spawn",),  # descriptor passing only
     "no-fd-passing": ("send_fds",),  # fork-exec only
     "neither": ("posix_spawn", "send_fds"),
+    "no-unix-sockets": ("AF_UNIX",),  # no channel can be made
     "windows": ("win32",),
 }
 
@@ -41,6 +43,7 @@ EXPECTED: dict[str, dict[DriverRequest, Driver | None]] = {
     "no-posix-spawn": {AUTO: Driver.PROC, FORK: UNAVAILABLE, PROC: Driver.PROC},
     "no-fd-passing": {AUTO: Driver.FORK, FORK: Driver.FORK, PROC: UNAVAILABLE},
     "neither": {AUTO: UNAVAILABLE, FORK: UNAVAILABLE, PROC: UNAVAILABLE},
+    "no-unix-sockets": {AUTO: UNAVAILABLE, FORK: UNAVAILABLE, PROC: UNAVAILABLE},
     "windows": {AUTO: UNAVAILABLE, FORK: UNAVAILABLE, PROC: UNAVAILABLE},
 }
 
@@ -50,6 +53,8 @@ def _remove(monkeypatch: pytest.MonkeyPatch, missing: tuple[str, ...]) -> None:
         monkeypatch.delattr(os, "posix_spawn")
     if "send_fds" in missing:
         monkeypatch.delattr(socket, "send_fds")
+    if "AF_UNIX" in missing:
+        monkeypatch.delattr(socket, "AF_UNIX")
     if "win32" in missing:
         monkeypatch.setattr(sys, "platform", "win32")
 
