@@ -10,19 +10,17 @@ real lock and locator, that sends well-formed frames at the wrong moment.
 
 from __future__ import annotations
 
-import os
 import socket
 from pathlib import Path
 
 import pytest
-from stub_supervisor import Session, StartStub
+from stub_supervisor import SUMMARY, Session, StartStub
 
 from coretsia.worker_protocol.catalogue import ErrorCode, Reason
 from coretsia.worker_protocol.client import ControlClient
 from coretsia.worker_protocol.control import (
     Challenge,
     ControlRequest,
-    PoolSummary,
     StatusResponse,
     StopProgress,
     encode_response,
@@ -35,20 +33,7 @@ from coretsia.worker_protocol.exceptions import (
 from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.vocabulary import (
     ControlCommand,
-    Driver,
-    PoolStatus,
     ShutdownPhase,
-    Transport,
-)
-
-SUMMARY = PoolSummary(
-    pool_status=PoolStatus.RUNNING,
-    pid=os.getpid(),
-    worker_count=1,
-    ready_worker_count=1,
-    driver=Driver.FORK,
-    control_transport=Transport.UNIX,
-    endpoint_hash="0" * 32,
 )
 
 

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 import trio
+from control_handlers import Handler
 
 from coretsia.supervisor.control_server import ControlServer
-from coretsia.supervisor.pool import Pool, Slot
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.control import (
     Challenge,
@@ -36,7 +36,7 @@ from coretsia.worker_protocol.control import (
 from coretsia.worker_protocol.control_conversation import ClientConversation
 from coretsia.worker_protocol.exceptions import WorkerLifecycleFailedError
 from coretsia.worker_protocol.framing import Need
-from coretsia.worker_protocol.vocabulary import Containment, ControlCommand, Driver, Transport
+from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="UNIX sockets, /proc/self/fd")
 
@@ -45,23 +45,13 @@ ADDRESS = "var/tmp/worker.sock"
 WAIT = 10
 
 
-class Handler:
-    """Answers ``status``; hands each ``stop`` client a channel the test feeds."""
+class StopHandler(Handler):
+    """Also hands each ``stop`` client a channel the test feeds."""
 
     def __init__(self) -> None:
-        self.pool = Pool(
-            pid=1,
-            driver=Driver.FORK,
-            transport=Transport.UNIX,
-            containment=Containment.PROCESS,
-            endpoint_hash="0" * 32,
-            slots=[Slot(0)],
-        )
+        super().__init__()
         self.stops: list[trio.MemorySendChannel[ControlResponse]] = []
         self.stop_asked = trio.Event()
-
-    def answer(self, command: ControlCommand) -> ControlResponse:
-        return StatusResponse(self.pool.summary())
 
     def subscribe_stop(self) -> trio.MemoryReceiveChannel[ControlResponse]:
         send, receive = trio.open_memory_channel[ControlResponse](1)
@@ -157,7 +147,7 @@ class TestClose:
     async def test_a_stop_client_hears_stopped_after_the_listener_closed(self, path: Path) -> None:
         """``close`` removes the socket and refuses new clients, while the open ``stop``
         session still gets its terminal answer, then the server's close."""
-        handler = Handler()
+        handler = StopHandler()
         with trio.fail_after(WAIT):
             async with _serving(path, handler) as server, trio.open_nursery() as nursery:
                 answers: list[object] = []

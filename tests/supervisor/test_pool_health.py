@@ -10,11 +10,12 @@ itself, a hung worker may wait for someone to act), and healthy only when none a
 from __future__ import annotations
 
 import pytest
+from control_handlers import pool_of
 
-from coretsia.supervisor.pool import Pool, Slot, SlotState
+from coretsia.supervisor.pool import Slot, SlotState
 from coretsia.worker_protocol.catalogue import HealthReason, Reason
 from coretsia.worker_protocol.exceptions import WorkerLifecycleFailedError
-from coretsia.worker_protocol.vocabulary import Containment, Driver, PoolStatus, Transport
+from coretsia.worker_protocol.vocabulary import PoolStatus
 
 READY, SPAWNING = SlotState.READY, SlotState.SPAWNING
 STARTING, RUNNING, STOPPING = PoolStatus.STARTING, PoolStatus.RUNNING, PoolStatus.STOPPING
@@ -51,14 +52,7 @@ def test_reason(
     slots = [
         Slot(index, state=state, unresponsive=index in silent) for index, state in enumerate(states)
     ]
-    pool = Pool(
-        pid=1,
-        driver=Driver.FORK,
-        transport=Transport.UNIX,
-        containment=Containment.PROCESS,
-        endpoint_hash="0" * 32,
-        slots=slots,
-    )
+    pool = pool_of(slots)
     pool.status = status
     if failed:
         pool.fail(WorkerLifecycleFailedError(Reason.CHILD_EXITED))

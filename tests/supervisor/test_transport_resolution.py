@@ -1,63 +1,23 @@
-"""Control transport selection (seed 000): ``auto`` is ``unix`` where UNIX sockets exist
-and the platform is not Windows, ``tcp`` otherwise; an explicit ``unix`` is honoured or
-refused, never replaced by ``tcp``.
+"""Control transport selection (seed 000) in real supervisors: ``auto`` is ``unix`` where
+UNIX sockets exist and the platform is not Windows, ``tcp`` otherwise.
 
-The resolver is tested against the facts it reads (``sys.platform``, ``socket.AF_UNIX``),
-changed for the duration of a call, as the driver's is. ``start`` never gets to the
-fallback: without UNIX sockets no driver can run either (the guardian's and the workers'
-channels are UNIX socket pairs), so the driver is refused first. A socket path too long for
-``sun_path`` is not among them: a real pool in a root that deep still runs on ``unix``
-(the socket is bound through ``/proc/self/fd``), and the commands reach it.
+The resolver itself is tested against the facts it reads in ``test_drivers.py``, beside
+the driver's. ``start`` never gets to the fallback: without UNIX sockets no driver can
+run either (the guardian's and the workers' channels are UNIX socket pairs), so the
+driver is refused first. A socket path too long for ``sun_path`` is not among the facts:
+a real pool in a root that deep still runs on ``unix`` (the socket is bound through
+``/proc/self/fd``), and the commands reach it.
 """
 
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pools
 import pytest
-
-from coretsia.supervisor.drivers import resolve_transport
-from coretsia.worker_protocol.catalogue import ConfigRule
-from coretsia.worker_protocol.exceptions import WorkerConfigError
-from coretsia.worker_protocol.vocabulary import Transport, TransportRequest
-
-AUTO, UNIX, TCP = TransportRequest.AUTO, TransportRequest.UNIX, TransportRequest.TCP
-UNAVAILABLE = None
-
-EXPECTED: dict[str, dict[TransportRequest, Transport | None]] = {
-    "posix": {AUTO: Transport.UNIX, UNIX: Transport.UNIX, TCP: Transport.TCP},
-    "no-unix-sockets": {AUTO: Transport.TCP, UNIX: UNAVAILABLE, TCP: Transport.TCP},
-    "windows": {AUTO: Transport.TCP, UNIX: UNAVAILABLE, TCP: Transport.TCP},
-}
-
-
-@pytest.mark.parametrize("requested", [AUTO, UNIX, TCP])
-@pytest.mark.parametrize("platform", sorted(EXPECTED))
-def test_resolution(
-    monkeypatch: pytest.MonkeyPatch, platform: str, requested: TransportRequest
-) -> None:
-    """``auto`` falls back to ``tcp`` without UNIX sockets; ``unix`` is then refused."""
-    expected = EXPECTED[platform][requested]
-    with monkeypatch.context() as patched:
-        if platform == "no-unix-sockets":
-            patched.delattr(socket, "AF_UNIX")
-        elif platform == "windows":
-            patched.setattr(sys, "platform", "win32")
-        try:
-            resolved: Transport | WorkerConfigError = resolve_transport(requested)
-        except WorkerConfigError as exc:
-            resolved = exc
-    if expected is UNAVAILABLE:
-        assert isinstance(resolved, WorkerConfigError)
-        assert (resolved.key, resolved.rule) == ("worker.control.transport", ConfigRule.UNAVAILABLE)
-    else:
-        assert resolved is expected
-
 
 WITHOUT_UNIX_SOCKETS = """
 import socket
