@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from lock_holder import HoldLock
-from stub_supervisor import Session, StartStub
+from stub_supervisor import SUMMARY, Session, StartStub
 
 from coretsia.worker_protocol.catalogue import HealthReason, Reason
 from coretsia.worker_protocol.client import DEFAULT_TIMEOUT_S, STOP_SLACK_S, ControlClient
@@ -17,7 +17,6 @@ from coretsia.worker_protocol.control import (
     ControlRequest,
     ErrorResponse,
     HealthResponse,
-    PoolSummary,
     StatusResponse,
     StoppedResponse,
     StopProgress,
@@ -32,20 +31,8 @@ from coretsia.worker_protocol.lifecycle import LOCATOR_PATH, LOCK_PATH
 from coretsia.worker_protocol.locator import Locator, encode_locator
 from coretsia.worker_protocol.vocabulary import (
     ControlCommand,
-    Driver,
-    PoolStatus,
     ShutdownPhase,
     Transport,
-)
-
-SUMMARY = PoolSummary(
-    pool_status=PoolStatus.RUNNING,
-    pid=os.getpid(),
-    worker_count=4,
-    ready_worker_count=4,
-    driver=Driver.FORK,
-    control_transport=Transport.UNIX,
-    endpoint_hash="0" * 32,
 )
 
 

@@ -7,17 +7,33 @@ exporter is installed, a distribution whose entry points sit in the groups
 processes' ``PYTHONPATH`` (``tests/support/apps/file_exporter.py``); it appends what it
 is given, as JSON lines, to one file. The SDK flushes at each process's normal exit, so
 once the supervisor has exited the file holds the whole run.
+
+The start and stop failures are counted too: a start whose source is never ready, and a
+stop that cannot end because the guardian sees a process that survives SIGKILL (the
+``survivor`` fault), each from a real pool.
 """
 
 from __future__ import annotations
 
 import collections
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
 from apps.telemetry_app import SECRET
+from faults import fault_env
 from fixture_dist import install, wheel
-from pools import Supervisors, app_source, cli, install_app, wait_for, write_root
+from pools import (
+    Supervisors,
+    app_source,
+    assert_failed,
+    cli,
+    install_app,
+    lock_held,
+    wait_for,
+    wait_gone,
+    write_root,
+)
 from site_hooks import pythonpath_first
 
 
@@ -36,22 +52,39 @@ def _exporter_plugin(site: Path) -> None:
     install(exporters, site)
 
 
-def test_spans_and_metrics_leave_the_supervisor_and_the_workers(
-    root: Path, supervisors: Supervisors, tmp_path: Path
-) -> None:
-    """worker.process (start, status, stop) and worker.task (six units) reach the exporter."""
+def _otel_env(tmp_path: Path, base: Mapping[str, str] | None = None) -> tuple[dict[str, str], Path]:
+    """The environment of a supervisor exporting into a file (``base``'s, else ours), and
+    that file."""
     site = tmp_path / "site"
     _exporter_plugin(site)
     out = tmp_path / "telemetry.jsonl"
-    install_app(root, "telemetry_app.py")
-    write_root(root, task_source="telemetry_app:three", telemetry="otel")
     env = {
-        **pythonpath_first(site),
+        **pythonpath_first(site, base),
         "OTEL_TRACES_EXPORTER": "coretsia_test",
         "OTEL_METRICS_EXPORTER": "coretsia_test",
         "OTEL_METRIC_EXPORT_INTERVAL": "3600000",  # only the final export, at exit
         "CORETSIA_TEST_TELEMETRY_OUT": str(out),
     }
+    return env, out
+
+
+def _process_totals(out: Path) -> dict[str, int]:
+    """``worker.process_total`` by ``status``, as the supervisor exported it at exit."""
+    totals: collections.Counter[str] = collections.Counter()
+    for line in out.read_text().splitlines():
+        record = json.loads(line)
+        if record["kind"] == "metric" and record["name"] == "worker.process_total":
+            totals[record["attributes"]["status"]] += record["value"]
+    return dict(totals)
+
+
+def test_spans_and_metrics_leave_the_supervisor_and_the_workers(
+    root: Path, supervisors: Supervisors, tmp_path: Path
+) -> None:
+    """worker.process (start, status, stop) and worker.task (six units) reach the exporter."""
+    env, out = _otel_env(tmp_path)
+    install_app(root, "telemetry_app.py")
+    write_root(root, task_source="telemetry_app:three", telemetry="otel")
     supervisor = supervisors(root, env=env)
     supervisor.wait_running()
     wait_for(lambda: (root / "done-0").exists() and (root / "done-1").exists())
@@ -92,3 +125,38 @@ def test_spans_and_metrics_leave_the_supervisor_and_the_workers(
     }
     keys = {key for r in records for key in r["attributes"]}
     assert keys <= {"operation", "outcome", "status"}
+
+
+def test_a_failed_start_counts_start_failure(
+    root: Path, supervisors: Supervisors, tmp_path: Path
+) -> None:
+    """A source that is never ready: one ``start_failure``; the shutdown that follows
+    succeeded (every worker reaped, files removed, lock released): one ``stop_success``."""
+    env, out = _otel_env(tmp_path)
+    write_root(root, task_source="lifecycle_app:not_ready", telemetry="otel")
+    assert_failed(
+        supervisors(root, env=env),
+        root,
+        "CORETSIA_WORKER_START_FAILED: worker-task-source-not-ready",
+    )
+    assert _process_totals(out) == {"start_failure": 1, "stop_success": 1}
+
+
+def test_a_failed_stop_counts_stop_failure(
+    root: Path, supervisors: Supervisors, tmp_path: Path
+) -> None:
+    """A stop that cannot reap every process (one survives SIGKILL): one ``stop_failure``
+    after the run's ``start_success``."""
+    survivor = root / "survivor"  # the guardian sees a live process while this exists
+    survivor.touch()
+    env, out = _otel_env(tmp_path, fault_env("survivor", str(survivor)))
+    write_root(root, telemetry="otel", stop_timeout_ms=300, force_kill_timeout_ms=200)
+    supervisor = supervisors.running(root, env=env)
+    assert cli(root, "stop").returncode == 1
+    # Not finish(): the guardian, still alive, holds the supervisor's output pipes.
+    assert supervisor.proc.wait(timeout=30) == 1
+    survivor.unlink()
+    wait_for(lambda: not lock_held(root), timeout=10)
+    assert supervisor.finish() == 1
+    assert wait_gone(root) == []
+    assert _process_totals(out) == {"start_success": 1, "stop_failure": 1}

@@ -15,52 +15,26 @@ from pathlib import Path
 
 import pytest
 import trio
+from control_handlers import Handler
 from conversation_pairs import forged
 from telemetry_memory import Pipeline
 
 from coretsia.supervisor.control_server import ControlServer
-from coretsia.supervisor.pool import Pool, Slot
 from coretsia.supervisor.telemetry import Telemetry
 from coretsia.worker_protocol.control import (
     Challenge,
     ControlRequest,
-    ControlResponse,
-    StatusResponse,
     encode_request,
 )
 from coretsia.worker_protocol.control_conversation import ClientConversation
 from coretsia.worker_protocol.framing import Need
-from coretsia.worker_protocol.vocabulary import Containment, ControlCommand, Driver, Transport
+from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="UNIX control socket")
 
 CREDENTIAL = secrets.token_hex(32)
 ADDRESS = "ctl.sock"
 WAIT = 10
-
-
-class Handler:
-    """Answers ``status`` and ``health`` from a fixed pool; notes each answer."""
-
-    def __init__(self) -> None:
-        self.pool = Pool(
-            pid=1,
-            driver=Driver.FORK,
-            transport=Transport.UNIX,
-            containment=Containment.PROCESS,
-            endpoint_hash="0" * 32,
-            slots=[Slot(0)],
-        )
-        self.answered = trio.Event()
-
-    def answer(self, command: ControlCommand) -> ControlResponse:
-        self.answered.set()
-        if command is ControlCommand.HEALTH:
-            return self.pool.health()
-        return StatusResponse(self.pool.summary())
-
-    def subscribe_stop(self) -> trio.MemoryReceiveChannel[ControlResponse]:
-        raise AssertionError("not used here")
 
 
 async def _handshake(sock: trio.socket.SocketType) -> ClientConversation:

@@ -1,9 +1,11 @@
-"""Driver selection (seed 000): ``auto`` resolves by what the platform offers, an explicit
-choice is honoured or refused, and a failed spawn never falls back to the other driver.
+"""Driver and control transport selection (seed 000): ``auto`` resolves by what the
+platform offers, an explicit choice is honoured or refused, and a failed spawn never falls
+back to the other driver.
 
 The resolver is tested against every combination of the facts it reads (``sys.platform``,
-``os.posix_spawn``, ``socket.send_fds``), removed for the duration of a call; then real
-supervisors show the same rules from the command line and the no-fallback rule at spawn.
+``os.posix_spawn``, ``socket.send_fds``, ``socket.AF_UNIX``), removed for the duration of a
+call; then real supervisors show the same rules from the command line and the no-fallback
+rule at spawn.
 """
 
 from __future__ import annotations
@@ -13,19 +15,23 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pools
 import pytest
 from site_hooks import site_env
 
 from coretsia.guardian.containers import INIT_MODULE
-from coretsia.supervisor.drivers import resolve_driver
+from coretsia.supervisor.drivers import resolve_driver, resolve_transport
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
-from coretsia.worker_protocol.vocabulary import Driver, DriverRequest
+from coretsia.worker_protocol.vocabulary import Driver, DriverRequest, Transport, TransportRequest
 
 AUTO, FORK, PROC = DriverRequest.AUTO, DriverRequest.FORK, DriverRequest.PROC
+R = TypeVar("R")
+T = TypeVar("T")
 UNAVAILABLE = None
 
 PLATFORMS = {
@@ -33,6 +39,7 @@ PLATFORMS = {
     "no-posix-spawn": ("posix_spawn",),  # descriptor passing only
     "no-fd-passing": ("send_fds",),  # fork-exec only
     "neither": ("posix_spawn", "send_fds"),
+    "no-unix-sockets": ("AF_UNIX",),  # no channel can be made
     "windows": ("win32",),
 }
 
@@ -41,6 +48,7 @@ EXPECTED: dict[str, dict[DriverRequest, Driver | None]] = {
     "no-posix-spawn": {AUTO: Driver.PROC, FORK: UNAVAILABLE, PROC: Driver.PROC},
     "no-fd-passing": {AUTO: Driver.FORK, FORK: Driver.FORK, PROC: UNAVAILABLE},
     "neither": {AUTO: UNAVAILABLE, FORK: UNAVAILABLE, PROC: UNAVAILABLE},
+    "no-unix-sockets": {AUTO: UNAVAILABLE, FORK: UNAVAILABLE, PROC: UNAVAILABLE},
     "windows": {AUTO: UNAVAILABLE, FORK: UNAVAILABLE, PROC: UNAVAILABLE},
 }
 
@@ -50,28 +58,51 @@ def _remove(monkeypatch: pytest.MonkeyPatch, missing: tuple[str, ...]) -> None:
         monkeypatch.delattr(os, "posix_spawn")
     if "send_fds" in missing:
         monkeypatch.delattr(socket, "send_fds")
+    if "AF_UNIX" in missing:
+        monkeypatch.delattr(socket, "AF_UNIX")
     if "win32" in missing:
         monkeypatch.setattr(sys, "platform", "win32")
 
 
+def _resolved(
+    resolve: Callable[[R], T], requested: R, missing: tuple[str, ...]
+) -> T | WorkerConfigError:
+    """``resolve(requested)`` on the platform of ``missing``, or the configuration error."""
+    with pytest.MonkeyPatch.context() as patched:
+        _remove(patched, missing)
+        try:
+            return resolve(requested)
+        except WorkerConfigError as exc:
+            return exc
+
+
 @pytest.mark.parametrize("requested", [AUTO, FORK, PROC])
 @pytest.mark.parametrize("platform", sorted(PLATFORMS))
-def test_resolution(
-    monkeypatch: pytest.MonkeyPatch, platform: str, requested: DriverRequest
-) -> None:
+def test_resolution(platform: str, requested: DriverRequest) -> None:
     """``auto`` is fork, else proc, else an error; an explicit driver is never replaced."""
     expected = EXPECTED[platform][requested]
-    with monkeypatch.context() as patched:
-        _remove(patched, PLATFORMS[platform])
-        try:
-            resolved: Driver | WorkerConfigError = resolve_driver(requested)
-        except WorkerConfigError as exc:
-            resolved = exc
+    resolved = _resolved(resolve_driver, requested, PLATFORMS[platform])
     if expected is UNAVAILABLE:
         assert isinstance(resolved, WorkerConfigError)
         assert (resolved.key, resolved.rule) == ("worker.driver", ConfigRule.UNAVAILABLE)
     else:
         assert resolved is expected
+
+
+@pytest.mark.parametrize("requested", list(TransportRequest))
+@pytest.mark.parametrize("platform", sorted(PLATFORMS))
+def test_transport_resolution(platform: str, requested: TransportRequest) -> None:
+    """``auto`` is ``unix`` where UNIX sockets exist and the platform is not Windows, else
+    ``tcp``; an explicit ``unix`` is then refused, never replaced by ``tcp``."""
+    unix = platform not in ("no-unix-sockets", "windows")
+    resolved = _resolved(resolve_transport, requested, PLATFORMS[platform])
+    if requested is TransportRequest.TCP or (requested is TransportRequest.AUTO and not unix):
+        assert resolved is Transport.TCP
+    elif unix:
+        assert resolved is Transport.UNIX
+    else:
+        assert isinstance(resolved, WorkerConfigError)
+        assert (resolved.key, resolved.rule) == ("worker.control.transport", ConfigRule.UNAVAILABLE)
 
 
 # -- real supervisors ------------------------------------------------------------------

@@ -16,13 +16,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
-from coretsia.worker_protocol.control import ControlRequest, ControlResponse, Hello
+from coretsia.worker_protocol.control import ControlRequest, ControlResponse, Hello, PoolSummary
 from coretsia.worker_protocol.control_conversation import ServerConversation
 from coretsia.worker_protocol.exceptions import ProtocolError
 from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.lifecycle import LOCATOR_PATH
 from coretsia.worker_protocol.locator import Locator, encode_locator
-from coretsia.worker_protocol.vocabulary import Transport
+from coretsia.worker_protocol.vocabulary import Driver, PoolStatus, Transport
+
+SUMMARY = PoolSummary(
+    pool_status=PoolStatus.RUNNING,
+    pid=os.getpid(),
+    worker_count=4,
+    ready_worker_count=4,
+    driver=Driver.FORK,
+    control_transport=Transport.UNIX,
+    endpoint_hash="0" * 32,
+)
+"""The pool a stub supervisor describes in its answers."""
 
 
 class Session:

@@ -2,6 +2,11 @@
 
 ``auto`` is resolved deterministically, once, from what the platform offers; an explicit
 choice is honoured or refused, never silently replaced by the other one.
+
+Both drivers need UNIX sockets whatever the control transport: the guardian's channel and
+every worker's are UNIX socket pairs. So where there are none, no driver is available
+(``start`` refuses with the driver's configuration error), and ``auto``'s ``tcp`` outcome
+for the transport concerns no platform a pool runs on today.
 """
 
 from __future__ import annotations
@@ -15,9 +20,15 @@ from coretsia.worker_protocol.exceptions import WorkerConfigError
 from coretsia.worker_protocol.vocabulary import Driver, DriverRequest, Transport, TransportRequest
 
 
+def unix_sockets() -> bool:
+    """UNIX sockets on a platform that is not Windows: seed 000's test for ``unix``."""
+    return sys.platform != "win32" and hasattr(socket, "AF_UNIX")
+
+
 def fork_available() -> bool:
-    """POSIX fork-exec (``posix_spawn``) with sessions: the ``fork`` driver's needs."""
-    return sys.platform != "win32" and hasattr(os, "posix_spawn") and hasattr(os, "setsid")
+    """POSIX fork-exec (``posix_spawn``) with sessions, and UNIX socket pairs for the
+    channels: the ``fork`` driver's needs."""
+    return unix_sockets() and hasattr(os, "posix_spawn") and hasattr(os, "setsid")
 
 
 def proc_available() -> bool:
@@ -26,7 +37,7 @@ def proc_available() -> bool:
     Windows has the proc host's Job Object but not yet a readiness channel a worker can
     inherit (the seed's port + token form), so ``proc`` is refused there for now.
     """
-    return sys.platform != "win32" and hasattr(socket, "send_fds")
+    return unix_sockets() and hasattr(socket, "send_fds")
 
 
 def resolve_driver(requested: DriverRequest) -> Driver:
@@ -49,7 +60,7 @@ def resolve_transport(requested: TransportRequest) -> Transport:
     """``auto`` is ``unix`` where UNIX sockets exist and the platform is not Windows."""
     if requested is TransportRequest.TCP:
         return Transport.TCP
-    unix = sys.platform != "win32" and hasattr(socket, "AF_UNIX")
+    unix = unix_sockets()
     if requested is TransportRequest.UNIX and not unix:
         raise WorkerConfigError("worker.control.transport", ConfigRule.UNAVAILABLE)
     return Transport.UNIX if unix else Transport.TCP

@@ -125,6 +125,10 @@ def start_early(root: Path, environ: Mapping[str, str]) -> None:
     launch time and reports the failure the usual way.
     """
     global _early  # one early guardian per supervisor process
+    if not hasattr(socket, "AF_UNIX"):
+        # No channel can be made here (nor any worker's): ``start`` refuses the driver
+        # once the configuration is read, with its configuration error.
+        return
     env = guardian_env(environ)
     try:
         _early = (root, env, GuardianProcess.start(root, env))

@@ -269,6 +269,7 @@ EXPLANATIONS: Final[dict[Reason, str]] = {
     Reason.FRAME_INVALID_VALUE: "a frame field had a value outside its domain",
     Reason.FRAME_UNSUPPORTED_VERSION: "a frame carried a version this side does not speak",
     Reason.FRAME_UNKNOWN_TYPE: "a frame carried an unknown type tag",
-    Reason.FRAME_UNEXPECTED: "a frame arrived that the conversation does not allow here",
+    Reason.FRAME_UNEXPECTED: "a frame came out of the order the conversation allows (the "
+    "peer sent it, or this side was asked to send it)",
     Reason.FRAME_TRUNCATED: "the peer closed the stream in the middle of a frame",
 }
