@@ -12,7 +12,6 @@ status follows :class:`~coretsia.worker_protocol.exit_codes.ExitCode`.
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 
@@ -149,15 +148,7 @@ def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> None:
 
     from coretsia.supervisor.runner import run_supervisor
 
-    try:
-        run_supervisor(root, config, spec, umask, args.log_format)
-    finally:
-        # The pool is gone and the lock free (or the start failed): what is left is the
-        # interpreter's exit, whose final garbage collections walk every object trio,
-        # cattrs and the supervisor made, some 30-40 ms on the path of every stop (a stop
-        # is over when the supervisor has exited). Frozen objects are never collected;
-        # the process is about to end, so nothing is lost.
-        gc.freeze()
+    run_supervisor(root, config, spec, umask, args.log_format)
 
 
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[], WorkerError]]] = {
@@ -232,6 +223,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         error = catch_all()
         output.error(error)
         code = error.exit_code
+    if args.command == "start":
+        # The pool is gone and the lock free (or the start failed). A stop is over when
+        # the supervisor has exited: skip the teardown of everything trio, cattrs and
+        # psutil made (this process runs nothing but the pool; see ``leave``).
+        from coretsia.supervisor.leave import leave
+
+        leave(int(code))
     sys.exit(int(code))
 
 
