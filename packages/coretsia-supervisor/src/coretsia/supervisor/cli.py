@@ -198,13 +198,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of ``coretsia-supervisor``; exits with the command's status.
 
     Without ``argv`` it is the process's own entry (the console script, ``python -m``),
-    and it leaves without the interpreter's teardown (:mod:`coretsia.supervisor.leave`):
+    and it leaves without the interpreter's teardown (:func:`~coretsia.supervisor.worker.leave`):
     a stop is over only when the supervisor has exited, and a probe when its process has.
     With ``argv`` (tests, an embedding program) it raises :class:`SystemExit` as usual.
     """
     code = int(_run(argv))
     if argv is None:
-        from coretsia.supervisor.leave import leave
+        from coretsia.supervisor.worker import leave
 
         leave(code)
     sys.exit(code)

@@ -71,7 +71,7 @@ A task raising ``Exception`` is settled with ``fail``; anything else escaping ap
 code (``SystemExit``, ``KeyboardInterrupt``) ends the worker with status 1 and
 ``worker-child-start-failed`` before readiness or ``worker-lifecycle-failed`` after it.
 A signal ends it with the signal's status, as for any process. A clean exit (status 0)
-leaves like a multiprocessing child (:mod:`coretsia.supervisor.leave`): non-daemon threads
+leaves like a multiprocessing child (:func:`~coretsia.supervisor.worker.leave`): non-daemon threads
 are joined and atexit handlers run (so a thread the application left running delays it;
 the guardian's SIGTERM and SIGKILL phases still bound it), stdout and stderr are flushed,
 and the interpreter's final teardown is skipped. Other exits are ordinary interpreter exits.
@@ -91,6 +91,7 @@ from coretsia.supervisor.worker import (
     EXIT_FAILURE,
     WorkerExit,
     failure,
+    leave,
     mark_managed,
 )
 from coretsia.worker_protocol.parent_watch import arm_parent_death, parent_matches
@@ -114,8 +115,6 @@ def main() -> None:
     _check_parent()
     code = _run(sys.argv[1:], armed=armed)
     if code == 0:
-        from coretsia.supervisor.leave import leave
-
         leave(0)
     raise SystemExit(code)
 
