@@ -12,7 +12,6 @@ status follows :class:`~coretsia.worker_protocol.exit_codes.ExitCode`.
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 
@@ -149,15 +148,7 @@ def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> None:
 
     from coretsia.supervisor.runner import run_supervisor
 
-    try:
-        run_supervisor(root, config, spec, umask, args.log_format)
-    finally:
-        # The pool is gone and the lock free (or the start failed): what is left is the
-        # interpreter's exit, whose final garbage collections walk every object trio,
-        # cattrs and the supervisor made, some 30-40 ms on the path of every stop (a stop
-        # is over when the supervisor has exited). Frozen objects are never collected;
-        # the process is about to end, so nothing is lost.
-        gc.freeze()
+    run_supervisor(root, config, spec, umask, args.log_format)
 
 
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[], WorkerError]]] = {
@@ -204,7 +195,22 @@ def _probe_args(argv: Sequence[str]) -> Namespace | None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of ``coretsia-supervisor``."""
+    """Entry point of ``coretsia-supervisor``; exits with the command's status.
+
+    Without ``argv`` it is the process's own entry (the console script, ``python -m``),
+    and it leaves without the interpreter's teardown (:func:`~coretsia.supervisor.worker.leave`):
+    a stop is over only when the supervisor has exited, and a probe when its process has.
+    With ``argv`` (tests, an embedding program) it raises :class:`SystemExit` as usual.
+    """
+    code = int(_run(argv))
+    if argv is None:
+        from coretsia.supervisor.worker import leave
+
+        leave(code)
+    sys.exit(code)
+
+
+def _run(argv: Sequence[str] | None) -> int:
     args = _probe_args(sys.argv[1:] if argv is None else argv)
     if args is None:
         from coretsia.supervisor.parser import build_parser
@@ -212,27 +218,26 @@ def main(argv: Sequence[str] | None = None) -> None:
         args = build_parser().parse_args(argv)
     command, catch_all = COMMANDS[args.command]
     try:
-        code = command(args)
+        return command(args)
     except WorkerError as exc:
         if exc.__cause__ is not None and os.environ.get(DEBUG_ENV) == "1":
             import traceback  # unsafe, on request: what the token stands for
 
             traceback.print_exception(exc.__cause__)
         output.error(exc)
-        code = exc.exit_code
+        return exc.exit_code
     except KeyboardInterrupt:
         error = catch_all()
         if args.command == "start":
             error = WorkerStartFailedError(Reason.START_CANCELLED)
         output.error(error)
-        code = error.exit_code
+        return error.exit_code
     except Exception:
         if os.environ.get(DEBUG_ENV) == "1":
             raise
         error = catch_all()
         output.error(error)
-        code = error.exit_code
-    sys.exit(int(code))
+        return error.exit_code
 
 
 if __name__ == "__main__":

@@ -15,8 +15,17 @@ from pathlib import Path
 from coretsia.worker_protocol.endpoint import ENDPOINT_KEY_BYTES
 
 
-def write_atomic(path: Path, data: bytes, tmp: Path | None = None) -> None:
-    """Write ``data`` through a temporary file and a rename: readers see old or new."""
+def write_atomic(
+    path: Path, data: bytes, tmp: Path | None = None, *, durable: bool = False
+) -> None:
+    """Write ``data`` through a temporary file and a rename: readers see old or new.
+
+    Only a ``durable`` file is synced to disk first. The state file, the locator and the
+    stop flag describe a live process and mean nothing after the machine's crash (the lock
+    they stand behind is gone with it), while an ``fsync`` costs milliseconds on the event
+    loop at every one of their writes: one per worker becoming ready. The endpoint key
+    outlives the run, so it is durable.
+    """
     tmp = tmp or path.with_name(path.name + ".tmp")
     remove(tmp)  # a stale one from a killed run; the lock makes the directory ours
     # Exclusive and never through a symlink: nobody can make us write a secret elsewhere.
@@ -27,7 +36,8 @@ def write_atomic(path: Path, data: bytes, tmp: Path | None = None) -> None:
         if os.fstat(fd).st_mode & 0o777 != 0o600:
             raise PermissionError
         os.write(fd, data)
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
@@ -69,5 +79,5 @@ def endpoint_key(path: Path) -> bytes:
         finally:
             os.close(fd)
     key = secrets.token_bytes(ENDPOINT_KEY_BYTES)
-    write_atomic(path, key)
+    write_atomic(path, key, durable=True)
     return key

@@ -71,10 +71,10 @@ A task raising ``Exception`` is settled with ``fail``; anything else escaping ap
 code (``SystemExit``, ``KeyboardInterrupt``) ends the worker with status 1 and
 ``worker-child-start-failed`` before readiness or ``worker-lifecycle-failed`` after it.
 A signal ends it with the signal's status, as for any process. A clean exit (status 0)
-leaves like a multiprocessing child (:func:`_leave`): non-daemon threads are joined and
-atexit handlers run (so a thread the application left running delays it; the guardian's
-SIGTERM and SIGKILL phases still bound it), stdout and stderr are flushed, and the
-interpreter's final collections are skipped. Other exits are ordinary interpreter exits.
+leaves like a multiprocessing child (:func:`~coretsia.supervisor.worker.leave`): non-daemon threads
+are joined and atexit handlers run (so a thread the application left running delays it;
+the guardian's SIGTERM and SIGKILL phases still bound it), stdout and stderr are flushed,
+and the interpreter's final teardown is skipped. Other exits are ordinary interpreter exits.
 
 The launcher itself writes nothing to stdout or stderr (seed 000: the supervisor maps the
 exit; raw messages may carry configuration or payloads). With ``debug = true`` in the
@@ -91,6 +91,7 @@ from coretsia.supervisor.worker import (
     EXIT_FAILURE,
     WorkerExit,
     failure,
+    leave,
     mark_managed,
 )
 from coretsia.worker_protocol.parent_watch import arm_parent_death, parent_matches
@@ -114,31 +115,8 @@ def main() -> None:
     _check_parent()
     code = _run(sys.argv[1:], armed=armed)
     if code == 0:
-        _leave()
+        leave(0)
     raise SystemExit(code)
-
-
-def _leave() -> None:
-    """A clean exit the way a multiprocessing child leaves: no final collections.
-
-    A stop of N workers is N interpreter shutdowns sharing the machine's cores, and most
-    of each one is finalising modules and objects nobody will look at again. What an
-    application may rely on still happens: its non-daemon threads are joined, its
-    ``atexit`` handlers run, stdout and stderr are flushed. Other buffered files it left
-    open are not finalised: close them (as with ``multiprocessing``).
-    """
-    threading = sys.modules.get("threading")
-    if threading is not None:
-        threading._shutdown()  # what the interpreter's exit would do first
-    import atexit
-
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass  # closed or broken: nothing more can be said on it
-    os._exit(0)
 
 
 def _check_parent() -> None:

@@ -62,6 +62,9 @@ class Slot:
     """How the current worker ended (the guardian's word), once ``exited`` is set."""
     granted: trio.Event = attrs.field(factory=trio.Event)
     """Set when the current worker, having asked, may retire (its ``retire`` turn)."""
+    news: trio.Event = attrs.field(factory=trio.Event)
+    """Set with ``exited`` or ``granted``, whichever comes first: the one event the slot's
+    task waits on (a task per event would be more tasks to cancel at every stop)."""
     channel_closed: trio.Event = attrs.field(factory=trio.Event)
     """Set when the current worker's channel reached its end: every frame was read."""
     spawned_at: float = -math.inf
@@ -82,6 +85,7 @@ class Slot:
         self.exited = trio.Event()
         self.exit_kind = ""
         self.granted = trio.Event()
+        self.news = trio.Event()
         self.channel_closed = trio.Event()
         self.spawned_at = now
         self.ready_at = None

@@ -117,6 +117,7 @@ class RetireTurns:
             if slot.state is SlotState.READY and slot.retiring:
                 self._holder = slot
                 slot.granted.set()
+                slot.news.set()
 
 
 class Slots:
@@ -205,14 +206,15 @@ class Slots:
     async def _live(self, slot: Slot, channel: _Channel) -> str:
         """Wait for the current worker's exit and its last words; send ``retire`` if it
         asked for it and its turn comes. Return how it exited."""
-        async with trio.open_nursery() as life:
-            life.start_soon(self._retire_when_granted, slot, channel)
-            if channel.heartbeat is not None:
+        if channel.heartbeat is None:
+            await self._retire_when_granted(slot, channel)
+        else:
+            async with trio.open_nursery() as life:
                 life.start_soon(self._watch_heartbeat, slot, channel.heartbeat)
-            await slot.exited.wait()
-            with trio.move_on_after(LAST_WORDS_S):
-                await slot.channel_closed.wait()
-            life.cancel_scope.cancel()
+                await self._retire_when_granted(slot, channel)
+                life.cancel_scope.cancel()
+        with trio.move_on_after(LAST_WORDS_S):
+            await slot.channel_closed.wait()
         return slot.exit_kind
 
     async def _watch_heartbeat(self, slot: Slot, heartbeat: HeartbeatWatch) -> None:
@@ -222,12 +224,16 @@ class Slots:
             await heartbeat.watch(slot)
 
     async def _retire_when_granted(self, slot: Slot, channel: _Channel) -> None:
-        await slot.granted.wait()
+        """Until the worker exits; if its turn to retire comes first, tell it on the way."""
+        await slot.news.wait()
+        if slot.exited.is_set():
+            return
         event("worker.retired", slot=slot.index)
         try:
             await channel.sock.send(channel.conversation.send_retire())
         except (OSError, trio.ClosedResourceError):
             pass  # the worker is gone already; its exit is judged on its own
+        await slot.exited.wait()
 
     async def _judge(self, slot: Slot, exit_kind: str) -> _Next:
         """Decide what a worker's exit means: recycle, replace, or the pool's failure."""
@@ -350,6 +356,7 @@ def mark_exited(pool: Pool, index: int, exit_kind: str) -> bool:
     slot.exit_kind = exit_kind
     slot.settled.set()
     slot.exited.set()
+    slot.news.set()
     event("worker.exited", slot=slot.index, exit_kind=exit_kind)
     return True
 
