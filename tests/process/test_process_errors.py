@@ -161,3 +161,25 @@ def test_worker_side_imports_stay_light(tmp_path: Path) -> None:
         [sys.executable, str(script)], capture_output=True, text=True, timeout=30, check=True
     )
     assert done.stdout.strip() == ""
+
+
+def test_every_error_class_has_its_own_stable_code() -> None:
+    """``code`` is a token per class (``process-...``), none shared, none inherited."""
+    from coretsia.supervisor.process import errors
+
+    classes = [
+        obj
+        for obj in vars(errors).values()
+        if isinstance(obj, type) and issubclass(obj, ProcessError)
+    ]
+    assert len(classes) == 17
+    codes = [cls.code for cls in classes]
+    assert len(set(codes)) == len(codes)
+    for cls in classes:
+        assert "code" in vars(cls), cls
+        assert cls.code.startswith("process-")
+        assert cls.code.replace("-", "").isalpha()
+        assert cls.code.islower()
+    assert errors.PoolAlreadyRunningError.code == "process-pool-already-running"
+    assert errors.HostLoopUnsupportedError.code == "process-host-loop-unsupported"
+    assert errors.NestedPoolError.code == "process-pool-nested"

@@ -2,17 +2,25 @@
 
 Nearly empty on purpose: every worker boots through ``coretsia.supervisor.launcher``, and
 importing this package must cost it nothing. :class:`ProcessManager` (seed 003's named
-pools, ``coretsia.supervisor.process``) is reachable from here too, loaded on first use
-(PEP 562).
+pools, ``coretsia.supervisor.process``) and its contract :class:`ProcessManagerInterface`
+are reachable from here too, loaded on first use (PEP 562).
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from coretsia.supervisor.process.interface import (
+        ProcessManagerInterface as ProcessManagerInterface,
+    )
     from coretsia.supervisor.process.manager import ProcessManager as ProcessManager
 
-__all__ = ["ProcessManager"]
+__all__ = ["ProcessManager", "ProcessManagerInterface"]
+
+_HOMES = {
+    "process.manager": ("ProcessManager",),
+    "process.interface": ("ProcessManagerInterface",),
+}
 
 
 def __getattr__(name: str) -> object:
@@ -20,4 +28,4 @@ def __getattr__(name: str) -> object:
     # build hook (hatch_build.py), which imports the package with only hatchling installed.
     from coretsia.worker_protocol.internal.runtime.lazy import lazy_getattr
 
-    return lazy_getattr(__name__, name, {"process.manager": ("ProcessManager",)})
+    return lazy_getattr(__name__, name, _HOMES)

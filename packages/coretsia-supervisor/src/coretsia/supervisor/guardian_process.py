@@ -48,9 +48,14 @@ def guardian_env(environ: Mapping[str, str]) -> dict[str, str]:
     Service-manager variables are meant for the supervisor alone: a worker that saw
     ``NOTIFY_SOCKET`` could announce readiness for the whole service.
     """
-    env = {k: v for k, v in environ.items() if k not in _PRIVATE_ENV}
+    env = without_service_manager(environ)
     env[TREE_ENV] = TREE_MARK
     return env
+
+
+def without_service_manager(environ: Mapping[str, str]) -> dict[str, str]:
+    """``environ`` without the service manager's variables (``NOTIFY_SOCKET``, ...)."""
+    return {k: v for k, v in environ.items() if k not in _PRIVATE_ENV}
 
 
 class GuardianProcess:

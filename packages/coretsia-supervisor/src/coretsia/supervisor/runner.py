@@ -15,6 +15,7 @@ from pathlib import Path
 from coretsia.supervisor.config import PoolConfig
 from coretsia.supervisor.containment import resolve_containment
 from coretsia.supervisor.drivers import resolve_driver, resolve_transport
+from coretsia.supervisor.guardian_process import without_service_manager
 from coretsia.supervisor.process.ipc_resources import require_ipc
 from coretsia.supervisor.runtime_files import runtime_dirs
 from coretsia.worker_protocol.lifecycle import RUNTIME_DIR
@@ -37,12 +38,19 @@ def run_supervisor(
     umask: int,
     log_format: str = "auto",
     attach: Callable[[Supervisor, trio.lowlevel.TrioToken], None] | None = None,
+    *,
+    hosted: Callable[[], None] | None = None,
 ) -> None:
     """Start the pool at ``root`` and serve it until it stops; raise its failure.
 
     Call with the umask already 077 (``umask`` is the operator's, for the workers).
     ``attach`` is called from inside the run, before anything starts, with the
     supervisor and the run's token: how another thread can reach it later.
+
+    ``hosted`` mounts the pool in a host application (``ProcessManager.running``): it is
+    called once every slot is ready; the run installs no signal handler (the host owns
+    SIGTERM and SIGINT and forwards its stop), may be in any thread, and never speaks to
+    a service manager (the host is the service: its own ``NOTIFY_SOCKET`` is not ours).
     """
     driver = resolve_driver(config.worker.driver)
     transport = resolve_transport(config.control.transport)
@@ -69,16 +77,17 @@ def run_supervisor(
         transport,
         containment,
         umask,
-        os.environ,
+        os.environ if hosted is None else without_service_manager(os.environ),
         log_json=log_json,
         telemetry=_telemetry(config.observability.telemetry.value, metrics),
         metrics=metrics,
+        on_running=hosted,
     )
 
     async def main() -> None:
         if attach is not None:
             attach(supervisor, trio.lowlevel.current_trio_token())
-        await supervisor.run()
+        await supervisor.run(own_signals=hosted is None)
 
     trio.run(main)
 

@@ -20,12 +20,13 @@ Failures while starting or running end in the same shutdown, then the failure is
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
 import secrets
 import signal
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -97,8 +98,10 @@ class Supervisor:
         log_json: bool = False,
         telemetry: Telemetry = NO_TELEMETRY,
         metrics: MetricsEndpoint | None = None,
+        on_running: Callable[[], None] | None = None,
     ) -> None:
         self._root = root
+        self._on_running = on_running
         self._telemetry = telemetry
         self._metrics = metrics
         self._starting = telemetry.process("start")  # ends at running, or failed at shutdown
@@ -120,13 +123,20 @@ class Supervisor:
 
     # -- the whole run ------------------------------------------------------------------
 
-    async def run(self) -> None:
-        """Start, serve and shut down; raise the failure that ended the run, if any."""
-        signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+    async def run(self, *, own_signals: bool = True) -> None:
+        """Start, serve and shut down; raise the failure that ended the run, if any.
+
+        ``own_signals`` false: mounted in a host (any thread), which keeps its signals and
+        forwards its stop (:meth:`request_stop`)."""
         unexpected: Exception | None = None
-        with trio.open_signal_receiver(*signals) as received:
+        with contextlib.ExitStack() as stack:
+            received = None
+            if own_signals:
+                signals = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+                received = stack.enter_context(trio.open_signal_receiver(*signals))
             async with trio.open_nursery() as life:
-                life.start_soon(self._watch_signals, received)
+                if received is not None:
+                    life.start_soon(self._watch_signals, received)
                 if self._notifier.watchdog_interval_s is not None:
                     life.start_soon(self._feed_watchdog, self._notifier.watchdog_interval_s)
                 try:
@@ -188,6 +198,8 @@ class Supervisor:
         output.summary(output.summary_fields(pool.summary()), as_json=False)
         self._notifier.ready(pool.status_line())
         event("pool.running", pid=pool.pid, worker_count=len(pool.slots))
+        if self._on_running is not None:
+            self._on_running()
 
     async def _open(self, life: trio.Nursery) -> Slots:
         """Seed 000's start up to the first spawn: guardian and lock, generation, files,
@@ -263,6 +275,12 @@ class Supervisor:
         if command is ControlCommand.HEALTH:
             return self._pool.health()
         return StatusResponse(self._pool.summary())
+
+    @property
+    def pool(self) -> Pool:
+        """The live pool: its ``summary()`` and ``health()`` only read its fields, so a
+        mounted pool's host reads them from its own thread (as the metrics endpoint does)."""
+        return self._pool
 
     def subscribe_stop(self) -> trio.MemoryReceiveChannel[ControlResponse]:
         """Register a ``stop`` client and request shutdown."""

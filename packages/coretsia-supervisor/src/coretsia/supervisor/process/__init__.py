@@ -44,6 +44,9 @@ if TYPE_CHECKING:
         DuplicateProcessNameError as DuplicateProcessNameError,
     )
     from coretsia.supervisor.process.errors import (
+        HostLoopUnsupportedError as HostLoopUnsupportedError,
+    )
+    from coretsia.supervisor.process.errors import (
         InvalidProcessNameError as InvalidProcessNameError,
     )
     from coretsia.supervisor.process.errors import (
@@ -58,6 +61,9 @@ if TYPE_CHECKING:
     from coretsia.supervisor.process.errors import NestedPoolError as NestedPoolError
     from coretsia.supervisor.process.errors import (
         PeerUnavailableError as PeerUnavailableError,
+    )
+    from coretsia.supervisor.process.errors import (
+        PoolAlreadyRunningError as PoolAlreadyRunningError,
     )
     from coretsia.supervisor.process.errors import (
         ProcessArgumentError as ProcessArgumentError,
@@ -78,7 +84,11 @@ if TYPE_CHECKING:
     from coretsia.supervisor.process.errors import (
         RegistrationClosedError as RegistrationClosedError,
     )
+    from coretsia.supervisor.process.interface import (
+        ProcessManagerInterface as ProcessManagerInterface,
+    )
     from coretsia.supervisor.process.manager import ProcessManager as ProcessManager
+    from coretsia.supervisor.process.mounted import MountedPool as MountedPool
     from coretsia.supervisor.process.record import SNAPSHOT_SCHEMA as SNAPSHOT_SCHEMA
     from coretsia.supervisor.process.record import ProcessSnapshot as ProcessSnapshot
     from coretsia.supervisor.process.record import (
@@ -105,12 +115,14 @@ _HOMES = {
     "errors": (
         "AsyncMismatchError",
         "DuplicateProcessNameError",
+        "HostLoopUnsupportedError",
         "InvalidProcessNameError",
         "IpcUnavailableError",
         "MessageBufferFullError",
         "MessageTooLargeError",
         "NestedPoolError",
         "PeerUnavailableError",
+        "PoolAlreadyRunningError",
         "ProcessArgumentError",
         "ProcessError",
         "ProcessLimitExceededError",
@@ -119,7 +131,9 @@ _HOMES = {
         "ProcessTargetError",
         "RegistrationClosedError",
     ),
+    "interface": ("ProcessManagerInterface",),
     "manager": ("ProcessManager",),
+    "mounted": ("MountedPool",),
     "registry": ("ProcessEntry",),
     "rules": ("IPC_MSGQUEUE", "IPC_NONE", "IPC_UNIXSOCK", "MAX_MESSAGE_BYTES", "MAX_WORKERS"),
     "record": (

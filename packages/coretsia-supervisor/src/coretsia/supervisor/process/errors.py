@@ -17,12 +17,14 @@ from __future__ import annotations
 __all__ = [
     "AsyncMismatchError",
     "DuplicateProcessNameError",
+    "HostLoopUnsupportedError",
     "InvalidProcessNameError",
     "IpcUnavailableError",
     "MessageBufferFullError",
     "MessageTooLargeError",
     "NestedPoolError",
     "PeerUnavailableError",
+    "PoolAlreadyRunningError",
     "ProcessArgumentError",
     "ProcessError",
     "ProcessLimitExceededError",
@@ -58,10 +60,13 @@ def safe_name(name: object) -> str | None:
 class ProcessError(Exception):
     """Base of every process-manager failure; the message is a fixed sentence.
 
-    ``reason`` must be a literal sentence from this package, never text built from a
-    caller's value; ``name`` is kept (and shown) only if :func:`safe_name` accepts it.
+    ``code`` is the class's stable token (``process-...``), for a program that reports or
+    matches failures without relying on the sentence. ``reason`` must be a literal
+    sentence from this package, never text built from a caller's value; ``name`` is kept
+    (and shown) only if :func:`safe_name` accepts it.
     """
 
+    code = "process-error"
     default_reason = "the process registration failed"
 
     def __init__(self, reason: str | None = None, name: object = None) -> None:
@@ -81,24 +86,28 @@ class ProcessError(Exception):
 class InvalidProcessNameError(ProcessError, ValueError):
     """Raised when a name is not a non-empty string (or cannot be stored as UTF-8)."""
 
+    code = "process-name-invalid"
     default_reason = "a process name must be a non-empty string"
 
 
 class DuplicateProcessNameError(ProcessError, ValueError):
     """Raised when a registration would reuse a name; names are unique, case-sensitive."""
 
+    code = "process-name-duplicate"
     default_reason = "a process with this name is already registered"
 
 
 class ProcessLimitExceededError(ProcessError, ValueError):
     """Raised when a registration would take the pool past 1,024 workers in total."""
 
+    code = "process-limit-exceeded"
     default_reason = "a pool holds at most 1024 workers in total"
 
 
 class RegistrationClosedError(ProcessError, RuntimeError):
     """Raised on registration or a setting change after the first start attempt."""
 
+    code = "process-registration-closed"
     default_reason = "registration and settings are closed once start has been attempted"
 
 
@@ -109,7 +118,31 @@ class NestedPoolError(ProcessError, RuntimeError):
     a supervisor below a guardian's worker, outside every fence and budget.
     """
 
+    code = "process-pool-nested"
     default_reason = "a process pool cannot be started inside a managed worker"
+
+
+class PoolAlreadyRunningError(ProcessError, RuntimeError):
+    """Raised by ``start`` or ``running`` while another pool runs in this process.
+
+    A pool takes process-wide settings for its whole run (the umask, the ``coretsia``
+    logger, the child-subreaper role), which two pools would fight over; and a second
+    pool is what a pool's own guardian, workers and budgets exist to make unnecessary.
+    """
+
+    code = "process-pool-already-running"
+    default_reason = "another process pool is already running in this process"
+
+
+class HostLoopUnsupportedError(ProcessError, RuntimeError):
+    """Raised by ``running`` outside a running asyncio or trio event loop.
+
+    The mounted pool waits for its readiness and its end through the host's own loop;
+    it knows those two (another library would need an adapter of its own).
+    """
+
+    code = "process-host-loop-unsupported"
+    default_reason = "a mounted pool needs a running asyncio or trio event loop"
 
 
 class ProcessTargetError(ProcessError, TypeError):
@@ -120,6 +153,7 @@ class ProcessTargetError(ProcessError, TypeError):
     bound method of an instance, an instance whose class needs arguments) is refused.
     """
 
+    code = "process-target-invalid"
     default_reason = "the entry cannot be re-created in a worker"
 
 
@@ -131,24 +165,28 @@ class AsyncMismatchError(ProcessError, TypeError):
     registration rather than failing in every worker.
     """
 
+    code = "process-async-mismatch"
     default_reason = "the effective async flag contradicts the entry's execute"
 
 
 class ProcessArgumentError(ProcessError, ValueError):
     """Raised when an argument breaks a rule: worker count, a flag, an IPC setting."""
 
+    code = "process-argument-invalid"
     default_reason = "an argument of the process manager is invalid"
 
 
 class ProcessSnapshotError(ProcessError, ValueError):
     """Raised when a frozen description of the entries is not a valid current one."""
 
+    code = "process-snapshot-invalid"
     default_reason = "the process snapshot is invalid"
 
 
 class ProcessNotFoundError(ProcessError, LookupError):
     """Raised by :meth:`ProcessManager.get` for a name that is not registered."""
 
+    code = "process-not-found"
     default_reason = "no process is registered under this name"
 
 
@@ -162,12 +200,14 @@ class IpcUnavailableError(ProcessError, RuntimeError):
     pool without one cannot grow it later: choose ``unixsock`` or ``msgqueue`` first.
     """
 
+    code = "process-ipc-unavailable"
     default_reason = "this pool has no message IPC: set ipc_type to unixsock or msgqueue"
 
 
 class MessageTooLargeError(ProcessError, ValueError):
     """Raised when a message is larger than the one size every IPC mode can carry."""
 
+    code = "process-message-too-large"
     default_reason = "a pool message is at most 8192 bytes"
 
 
@@ -178,6 +218,7 @@ class PeerUnavailableError(ProcessError, ConnectionError):
     receive; the message is not sent and the caller decides whether to try again.
     """
 
+    code = "process-peer-unavailable"
     default_reason = "the receiving worker has no message endpoint now"
 
 
@@ -188,4 +229,5 @@ class MessageBufferFullError(ProcessError, BlockingIOError):
     full because its readers are behind; a blocking send would wait instead.
     """
 
+    code = "process-message-buffer-full"
     default_reason = "the receiving message buffer is full"

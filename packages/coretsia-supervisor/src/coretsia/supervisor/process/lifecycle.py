@@ -18,7 +18,13 @@ Guards, in order (seed 003 asks for a start "in a clean CLI"):
 3. inside a managed worker (an entry or a task worker): :class:`NestedPoolError`;
 4. from a thread other than the main one, or inside a running asyncio or trio loop:
    ``worker-signal-handling-unavailable`` (the supervisor must own SIGTERM and SIGINT);
-5. an empty registry, or one whose ``stop`` came before ``start``, starts nothing.
+5. a manager runs its pool once (:class:`RegistrationClosedError`); an empty registry,
+   or one whose ``stop`` came before ``start``, starts nothing;
+6. one pool per process at a time (:class:`PoolAlreadyRunningError`).
+
+The mounted form (:mod:`.mounted`, ``ProcessManager.running``) shares 1-3, 5 and 6 and
+replaces 4 with its own: a running asyncio or trio loop is required, since the pool then
+runs in a thread of its own and the host keeps its signals.
 
 The whole start runs under umask 077, with the ``coretsia`` logger set up for the pool's
 log lines, and the process is a child subreaper on Linux (what contains a generation
@@ -32,7 +38,11 @@ import _thread
 import os
 import sys
 
-from coretsia.supervisor.process.errors import NestedPoolError, RegistrationClosedError
+from coretsia.supervisor.process.errors import (
+    NestedPoolError,
+    PoolAlreadyRunningError,
+    RegistrationClosedError,
+)
 from coretsia.supervisor.process.worker.pool import current_pool
 from coretsia.supervisor.worker import is_managed
 from coretsia.worker_protocol.catalogue import Reason
@@ -41,15 +51,19 @@ from coretsia.worker_protocol.exceptions import WorkerStartFailedError
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import logging
+    from collections.abc import Callable
 
     import trio
 
     from coretsia.supervisor.process.registry import Registry
     from coretsia.supervisor.supervisor import Supervisor
 
-__all__ = ["Runtime"]
+__all__ = ["Runtime", "running_loop"]
 
 _MAIN = "__main__"
+
+_ONE_POOL = _thread.allocate_lock()
+"""Held while a pool runs in this process, whichever manager and form runs it."""
 
 
 class Runtime:
@@ -69,41 +83,70 @@ class Runtime:
         self._supervisor: Supervisor | None = None
         self._token: trio.lowlevel.TrioToken | None = None
 
+    @property
+    def supervisor(self) -> Supervisor | None:
+        """The supervisor of this manager's run, once it began (kept after it ended)."""
+        return self._supervisor
+
     def start(self, registry: Registry) -> None:
         """Run the pool until it stops (see the module docstring); raise its failure."""
+        self.admit(registry)
+        import threading
+
+        if threading.current_thread() is not threading.main_thread() or running_loop():
+            raise WorkerStartFailedError(Reason.SIGNAL_HANDLING_UNAVAILABLE)
+        if self.claim(registry):
+            self.run(registry)
+
+    def admit(self, registry: Registry) -> None:
+        """The guards both forms share, before anything else: the creator process,
+        closing the registration, not inside a managed worker."""
         if os.getpid() != self.creator_pid:
             raise WorkerStartFailedError(Reason.SIGNAL_HANDLING_UNAVAILABLE)
         registry.close()
         if is_managed():
             raise NestedPoolError
-        import threading
 
-        if threading.current_thread() is not threading.main_thread() or _loop_running():
-            raise WorkerStartFailedError(Reason.SIGNAL_HANDLING_UNAVAILABLE)
+    def claim(self, registry: Registry) -> bool:
+        """Take this manager's one run and the process's one pool; False if there is
+        nothing to start. A True claim must be followed by :meth:`run`, which frees it."""
         with self._lock:
             if self._finished:
                 raise RegistrationClosedError("a manager runs its pool once")
             if self._cancelled or not registry.entries():
-                return
+                return False
+            if not _ONE_POOL.acquire(blocking=False):
+                raise PoolAlreadyRunningError
             self._finished = True
+        return True
+
+    def run(self, registry: Registry, hosted: Callable[[], None] | None = None) -> None:
+        """Run a claimed pool until it stops; raise its failure.
+
+        ``hosted``: the pool is mounted in a host's event loop (this is then its own
+        thread), and ``hosted`` is called once every slot is ready (:mod:`.mounted`).
+        """
         from coretsia.worker_protocol.internal.runtime.subreaper import (
             become_subreaper,
             is_subreaper,
         )
 
-        umask = os.umask(0o077)
-        logger = _LoggerState.save()
-        subreaper = is_subreaper()
         try:
-            self._run(registry, umask)
+            umask = os.umask(0o077)
+            logger = _LoggerState.save()
+            subreaper = is_subreaper()
+            try:
+                self._run(registry, umask, hosted)
+            finally:
+                os.umask(umask)
+                logger.restore()
+                become_subreaper(enable=subreaper)  # as the application had it before
         finally:
-            os.umask(umask)
-            logger.restore()
-            become_subreaper(enable=subreaper)  # as the application had it before
             with self._lock:
-                self._supervisor = self._token = None
+                self._token = None
+            _ONE_POOL.release()
 
-    def _run(self, registry: Registry, umask: int) -> None:
+    def _run(self, registry: Registry, umask: int, hosted: Callable[[], None] | None) -> None:
         from pathlib import Path
 
         from coretsia.supervisor.config import load_config
@@ -122,7 +165,7 @@ class Runtime:
             processes=snapshot(registry),
             process_main=_main_module(registry),
         )
-        run_supervisor(root, config, spec, umask, attach=self._attach)
+        run_supervisor(root, config, spec, umask, attach=self._attach, hosted=hosted)
 
     def _attach(self, supervisor: Supervisor, token: trio.lowlevel.TrioToken) -> None:
         with self._lock:
@@ -174,24 +217,21 @@ class _LoggerState:
         self.logger.propagate = self.propagate
 
 
-def _loop_running() -> bool:
-    """Whether this thread is inside a running asyncio or trio event loop."""
+def running_loop() -> str | None:
+    """``"trio"`` or ``"asyncio"`` when this thread is inside that library's running
+    loop, else None (what sniffio would say, without the dependency: a library that was
+    never imported cannot be running)."""
+    trio = sys.modules.get("trio")
+    if trio is not None and trio.lowlevel.in_trio_run():
+        return "trio"
     asyncio = sys.modules.get("asyncio")
     if asyncio is not None:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            pass
-        else:
-            return True
-    trio = sys.modules.get("trio")
-    if trio is not None:
-        try:
-            trio.lowlevel.current_trio_token()
-        except RuntimeError:
-            return False
-        return True
-    return False
+            return None
+        return "asyncio"
+    return None
 
 
 def _main_module(registry: Registry) -> dict[str, object]:

@@ -4,7 +4,9 @@ The manager is the application's handle on a named pool. Registration, its rules
 its closing belong to the registry it holds (:mod:`.registry`); the pool runtime
 (``start`` and ``stop``, on the supervisor, guardian and launcher) is :mod:`.lifecycle`,
 which closes the registry at its first start attempt. What is left here is seed 003's
-API: chaining setters, the lookups by name, and the two lifecycle calls.
+API (:class:`~.interface.ProcessManagerInterface`): chaining setters, the lookups by name,
+and the two lifecycle calls; plus :meth:`ProcessManager.running`, the pool mounted in a
+host's event loop (:mod:`.mounted`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ if TYPE_CHECKING:
 
     from coretsia.supervisor.process.decorator import Discovered
     from coretsia.supervisor.process.definition import Process
+    from coretsia.supervisor.process.mounted import MountedPool
     from coretsia.supervisor.process.registry import ProcessEntry
 
 __all__ = ["ProcessManager"]
@@ -143,6 +146,21 @@ class ProcessManager:
         after its shutdown. See :mod:`.lifecycle`.
         """
         self._runtime.start(self._registry)
+
+    def running(self) -> MountedPool:
+        """The pool mounted in the running asyncio or trio loop: ``async with``.
+
+        ``async with manager.running() as pool:`` starts the pool without blocking the
+        loop and enters once every slot is ready; leaving the block (or cancelling it)
+        stops the pool within its budgets and returns once every process was reaped. A
+        failure is raised like :meth:`start`'s. Refused inside a managed worker
+        (:class:`NestedPoolError`), outside an asyncio or trio loop
+        (:class:`HostLoopUnsupportedError`), while another pool runs in this process
+        (:class:`PoolAlreadyRunningError`). See :mod:`.mounted`.
+        """
+        from coretsia.supervisor.process.mounted import MountedPool
+
+        return MountedPool(self._runtime, self._registry)
 
     def stop(self) -> ProcessManager:
         """Stop the whole pool: from the parent, another thread, or inside a worker.
