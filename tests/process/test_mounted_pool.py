@@ -148,6 +148,23 @@ async def test_a_trio_host_runs_the_pool_and_a_cancel_stops_it(root: Path) -> No
     assert_stopped_cooperatively(root)
 
 
+async def test_a_host_that_gives_up_during_the_start_gets_nothing_left(root: Path) -> None:
+    """Cancelled before the pool is ready: the start is stopped and reaped, then the
+    cancel goes on; the block never runs."""
+    with trio.fail_after(WAIT), trio.CancelScope() as scope:
+        scope.cancel()  # strikes at the first wait for readiness
+        async with steady_pool(root).running():
+            pytest.fail("entered a pool whose start was cancelled")
+    assert scope.cancelled_caught
+    assert pool_pids() == set()
+    assert (root / "var").exists()  # the pool had begun, and was let go
+    assert not pools.lock_held(root)
+    # Its claim on the process is free again: another pool mounts at once.
+    with trio.fail_after(WAIT):
+        async with steady_pool(root, workers=1).running() as pool:
+            assert pool.summary() is not None
+
+
 async def test_a_pool_stopped_from_outside_wakes_the_host(root: Path) -> None:
     """``wait()`` returns when the pool ended without the host (here the operator's
     ``coretsia-supervisor stop``, which works as for any pool): everything is reaped by

@@ -90,7 +90,7 @@ def test_uvicorn_serves_while_the_pool_runs_and_sigterm_stops_both(
     assert (status["worker_count"], status["ready_worker_count"]) == (2, 2)
 
     server.proc.send_signal(signal.SIGTERM)
-    _, err = server.proc.communicate(timeout=WAIT)
+    out, err = server.proc.communicate(timeout=WAIT)
     # uvicorn re-raises the signal it caught once its graceful shutdown is over.
     assert server.proc.returncode == -signal.SIGTERM, err
     # uvicorn returned from its lifespan only once the pool was down: nothing is left,
@@ -100,3 +100,38 @@ def test_uvicorn_serves_while_the_pool_runs_and_sigterm_stops_both(
     assert stops == [["steady-stop", "0", "True"], ["steady-stop", "1", "True"]]
     assert not pools.lock_held(root)
     assert '"event":"pool.stopped","level":"info","outcome":"clean"' in err
+    assert out == ""  # stdout is the host's: a mounted pool prints no summary there
+
+
+def test_a_host_that_ends_inside_the_block_neither_hangs_nor_leaks(root: Path) -> None:
+    """The pool's thread does not keep a finished host alive (it is a daemon thread), and
+    the host's end is the supervisor's: the guardian then stops and reaps every worker."""
+    pools.install_app(root, "mounted_app.py")
+    host = subprocess.Popen(
+        [sys.executable, "mounted_app.py"],
+        cwd=root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        out, err = host.communicate(timeout=WAIT)
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.communicate(timeout=WAIT)
+    pids = [int(word) for word in out.split()]
+    assert len(pids) >= 3, err  # the guardian and both workers at least
+    # Orphaned, they are reaped by whoever adopts them (not us): gone or a zombie.
+    assert pools.wait_gone(root, WAIT) == []
+    assert [pid for pid in pids if _alive(pid)] == []
+    assert sorted(pools.events(root, "steady")) == [["steady", "0"], ["steady", "1"]]
+    assert not pools.lock_held(root)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False

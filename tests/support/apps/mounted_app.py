@@ -85,3 +85,17 @@ class Unbootable:
 
     def execute(self, pool, worker_id):
         pool.wait_for_stop(None)
+
+
+if __name__ == "__main__":
+    # A host that ends without leaving the block (it never exits the context manager):
+    # it prints its descendants' pids (the pool's), then ends its main thread.
+    import asyncio
+
+    import psutil
+
+    async def enter_only():
+        await MANAGER.running().__aenter__()
+
+    asyncio.new_event_loop().run_until_complete(enter_only())
+    print(*[p.pid for p in psutil.Process().children(recursive=True)], flush=True)

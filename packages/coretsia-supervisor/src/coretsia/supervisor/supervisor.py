@@ -112,7 +112,7 @@ class Supervisor:
         self._log_json = log_json
         self._credential = secrets.token_hex(32)
         self._notifier = Notifier(environ)
-        self._show_progress = output.is_terminal()
+        self._show_progress = on_running is None and output.is_terminal()  # not a host's
         self._files = RuntimeFiles(root, config, transport)
         self._ipc = PoolIpc(root, spec)
         self._link: GuardianLink | None = None
@@ -195,7 +195,8 @@ class Supervisor:
         # Counted before the summary is printed: a scrape of the metrics endpoint (its
         # own thread) by whoever read the summary must see the start succeeded.
         self._starting.finish("success")
-        output.summary(output.summary_fields(pool.summary()), as_json=False)
+        if self._on_running is None:  # mounted: the host is told instead, below
+            output.summary(output.summary_fields(pool.summary()), as_json=False)
         self._notifier.ready(pool.status_line())
         event("pool.running", pid=pool.pid, worker_count=len(pool.slots))
         if self._on_running is not None:
