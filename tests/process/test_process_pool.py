@@ -315,8 +315,10 @@ def test_start_needs_the_main_thread_outside_any_event_loop(root: Path, scenario
     assert not (root / "var").exists()  # refused before anything was created
 
 
-def test_only_the_creating_process_may_start(root: Path) -> None:
-    script = run(root, "forked")
+@pytest.mark.parametrize("scenario", ["forked", "forked-mounted"])
+def test_only_the_creating_process_may_start(root: Path, scenario: str) -> None:
+    """``start()`` and ``running()`` alike (seed 003's creator-only guard)."""
+    script = run(root, scenario)
     assert script.stdout.splitlines()[1] == (
         "child raised WorkerStartFailedError "
         "CORETSIA_WORKER_START_FAILED: worker-signal-handling-unavailable"

@@ -279,12 +279,17 @@ def scenario(name: str) -> None:
 
         pm.add(steady)
         trio.run(inside_trio)
-    elif name == "forked":
+    elif name in ("forked", "forked-mounted"):
         pm.add(steady)
         pid = os.fork()
         if pid == 0:
             try:
-                pm.start()
+                if name == "forked":
+                    pm.start()
+                else:
+                    import asyncio
+
+                    asyncio.run(_mount(pm))
             except Exception as exc:
                 print("child raised", type(exc).__name__, exc, flush=True)
                 os._exit(0)
@@ -295,6 +300,11 @@ def scenario(name: str) -> None:
     else:
         raise SystemExit(f"unknown scenario {name}")
     pm.start()
+
+
+async def _mount(pm: ProcessManager) -> None:
+    async with pm.running():
+        print("mounted", flush=True)
 
 
 def _process_state() -> str:
