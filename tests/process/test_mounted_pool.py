@@ -10,6 +10,7 @@ end; the conftest fails any test that leaves a process.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import subprocess
 import threading
@@ -30,7 +31,10 @@ from coretsia.supervisor.process import (
     RegistrationClosedError,
 )
 from coretsia.worker_protocol.control import PoolSummary
-from coretsia.worker_protocol.exceptions import WorkerStartFailedError
+from coretsia.worker_protocol.exceptions import (
+    WorkerLifecycleFailedError,
+    WorkerStartFailedError,
+)
 from coretsia.worker_protocol.vocabulary import PoolStatus
 
 WAIT = 60.0
@@ -193,6 +197,35 @@ async def test_a_failed_start_is_raised_once_the_pool_is_down(root: Path) -> Non
         async with manager.running():
             pytest.fail("entered a pool that did not start")
     assert str(failed.value) == "CORETSIA_WORKER_START_FAILED: worker-child-start-failed"
+    assert pool_pids() == set()
+    assert not pools.lock_held(root)
+
+
+async def test_a_pool_that_fails_while_mounted_raises_at_the_exit(root: Path) -> None:
+    """Entered, then failed (restart intensity): ``wait()`` returns and the exit raises."""
+    pools.write_root(root, workers=1, restart_intensity=2, restart_period_ms=60000)
+    fifo = root / "go.fifo"
+    os.mkfifo(fifo, 0o600)
+    entered: list[PoolSummary | None] = []
+
+    async def host() -> None:
+        async with ProcessManager(root=root).add(mounted_app.gated).running() as pool:
+            entered.append(pool.summary())
+            # Blocks until the entry opens its end: the entry returns from then on.
+            fd = await trio.to_thread.run_sync(os.open, fifo, os.O_WRONLY, abandon_on_cancel=True)
+            try:
+                await pool.wait()
+            finally:
+                os.close(fd)
+
+    with trio.fail_after(WAIT), pytest.raises(WorkerLifecycleFailedError) as failed:
+        await host()
+    (summary,) = entered
+    assert summary is not None
+    assert summary.pool_status is PoolStatus.RUNNING
+    assert str(failed.value) == (
+        "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-restart-intensity-exceeded"
+    )
     assert pool_pids() == set()
     assert not pools.lock_held(root)
 

@@ -25,6 +25,13 @@ def steady(pool, worker_id):
     log("steady-stop", worker_id, pool.wait_for_stop(None))
 
 
+def gated(pool, worker_id):
+    # Returns, to be replaced, once someone opened ``go.fifo`` for writing; while the
+    # writer keeps it open, every replacement returns at once.
+    with open("go.fifo", "rb"):
+        pass
+
+
 async def nester(pool, worker_id):
     # A managed worker may not mount a pool of its own; it reports the refusal's code,
     # then ends the pool it belongs to.
