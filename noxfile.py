@@ -2,7 +2,7 @@
 
 Run with the nox that ``bin/setup`` installs: ``.venv/bin/nox`` (default: tests, lint,
 typecheck), or ``.venv/bin/nox -s build`` / ``-s manpages`` / ``-s bench`` /
-``-s bench_queue``.
+``-s bench_queue`` / ``-s bench_peers``.
 
 Every session installs from ``uv.lock`` (``uv sync --locked``), so a session sees exactly
 the versions the developer environment and CI see, and a stale lock fails loudly.
@@ -256,6 +256,19 @@ def bench_queue(session: nox.Session) -> None:
     """
     _sync(session, "--all-packages", "--group", "bench")
     session.run("python", str(ROOT / "bench" / "pipeline.py"), *session.posargs)
+
+
+@nox.session
+def bench_peers(session: nox.Session) -> None:
+    """The peers' benchmark (bench/peers.py): the same idle workers under each peer.
+
+    Syncs the ``peers`` dependency group too (supervisord, circus, gunicorn, honcho).
+    Prints the issue's table and writes bench/results/peers-<timestamp>.{json,md}; see
+    docs/performance.md. Arguments after ``--`` go to bench/peers.py (``--quick``,
+    ``--runs 5``, ``--sizes 8,64``, ``--spawn exec``, ``--only start,control``).
+    """
+    _sync(session, "--all-packages", "--group", "peers")
+    session.run("python", str(ROOT / "bench" / "peers.py"), *session.posargs)
 
 
 @nox.session

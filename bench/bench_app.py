@@ -9,6 +9,8 @@ so the workers import it as ``bench_app`` exactly as they would import an applic
   timestamp to ``recycle.log`` in ``assert_ready`` and from an ``atexit`` handler, so
   the time from one worker's clean exit to its replacement's readiness can be read from
   the workers' own clocks (S3).
+* ``reporting``: the peers' benchmark worker (``bench/peers.py``). Reports ready as every
+  peer's worker does, one datagram to ``ready.sock`` in the root, then idles as ``idle``.
 """
 
 from __future__ import annotations
@@ -84,3 +86,24 @@ class LoggedSource(IdleSource):
 
 def logged(context: TaskSourceContext) -> LoggedSource:
     return LoggedSource(context)
+
+
+class ReportingSource(IdleSource):
+    """Reports ready with one datagram to ``ready.sock`` (the root is the working directory).
+
+    Through ``_socket``, the C module: the launcher's boot does not import ``socket``, and
+    a worker of this benchmark should not pay for it either.
+    """
+
+    def assert_ready(self) -> None:
+        import _socket
+
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_DGRAM)
+        try:
+            sock.sendto(b"ready", "ready.sock")
+        finally:
+            sock.close()
+
+
+def reporting(context: TaskSourceContext) -> ReportingSource:
+    return ReportingSource(context)

@@ -10,6 +10,12 @@ scenario with this floor, measured in the same run on the same machine.
     them all and exit. The caller times launch-to-``running`` (the floor of S1) and
     stdin-line-to-exit (the floor of S2).
 
+``floor.py serve N ADDRESS``
+    The floor of the peers' benchmark (``bench/peers.py``): ``Popen`` N minimal workers
+    that report to ``ADDRESS`` (a datagram socket the caller bound), then wait for
+    SIGTERM, SIGTERM every worker, reap them all and exit. The caller watches the workers'
+    datagrams itself, as it does for every peer.
+
 ``floor.py spawn K``
     K times: ``Popen`` one minimal worker and wait for its datagram (the floor of one
     spawn-to-ready, for S3), then SIGTERM and reap it. Prints one JSON object: the K
@@ -31,12 +37,16 @@ import tempfile
 import time
 
 MINIMAL_WORKER = (
-    "import socket, sys, time\n"
-    "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\n"
-    "s.sendto(b'ready', sys.argv[1])\n"
-    "time.sleep(3600)\n"
+    "import socket, sys, time; "
+    "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); "
+    "s.sendto(b'ready', sys.argv[1]); "
+    "time.sleep(3600)"
 )
-"""The minimal worker: an interpreter that reports ready once and sleeps."""
+"""The minimal worker: an interpreter that reports ready once and sleeps.
+
+One line, so the peers' configuration files (supervisord's ``command``, circus's ``args``,
+a Procfile) can carry it unchanged.
+"""
 
 
 def _spawn(address: str) -> subprocess.Popen[bytes]:
@@ -79,6 +89,20 @@ def pool(n: int) -> None:
             listener.close()
 
 
+def serve(n: int, address: str) -> None:
+    # A handler, not a blocked mask: the workers would inherit the mask, and SIGTERM.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    workers: list[subprocess.Popen[bytes]] = []
+    try:
+        workers.extend(_spawn(address) for _ in range(n))
+        while True:
+            signal.pause()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        _stop(workers)
+
+
 def spawn(k: int) -> None:
     times: list[float] = []
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -104,5 +128,7 @@ if __name__ == "__main__":
     mode, count = sys.argv[1], int(sys.argv[2])
     if mode == "pool":
         pool(count)
+    elif mode == "serve":
+        serve(count, sys.argv[3])
     else:
         spawn(count)

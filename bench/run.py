@@ -43,14 +43,12 @@ and the table are modules of ``pool_bench/`` beside it, and what the queue bench
 from __future__ import annotations
 
 import argparse
-import datetime
 import signal
 import sys
 import time
 
-from harness.bytecode import ensure_bytecode
-from harness.machine import busy_processes, load_average, machine, wait_idle
-from harness.results import Results, save
+from harness.machine import begin, load_average
+from harness.results import report, save
 from pool_bench.control import scenario_control
 from pool_bench.floors import cleanup_floors
 from pool_bench.idle import IDLE_WINDOW_S, scenario_idle
@@ -73,17 +71,7 @@ def main() -> int:
     if args.runs < 1:
         parser.error("--runs must be at least 1")
 
-    started = datetime.datetime.now(datetime.timezone.utc)
-    busy = wait_idle(args.wait_idle) if args.wait_idle else busy_processes()
-    results = Results(started.isoformat(timespec="seconds"), machine(), args.runs)
-    results.data["load_average_before"] = load_average()
-    if busy:
-        results.notes.append(f"other test runs were busy at the start: {len(busy)} processes")
-    if args.compile:
-        compiled = ensure_bytecode()
-        results.notes.append(f"bytecode: {compiled} modules had no fresh .pyc and were compiled")
-    else:
-        results.notes.append("bytecode: not checked (--no-compile)")
+    results, started = begin(args.runs, args.wait_idle, args.compile)
     only = set(filter(None, args.only.split(",")))
 
     def wanted(name: str) -> bool:
@@ -120,22 +108,7 @@ def main() -> int:
     results.data["load_average_after"] = load_average()
     results.data["wall_s"] = time.monotonic() - clock
 
-    text = "\n".join(
-        [
-            f"# Coretsia Worker benchmark, {results.started}",
-            "",
-            f"Machine: {results.machine['cores']} cores, {results.machine['memory_gib']} GiB,"
-            f" {results.machine['implementation']} {results.machine['python']},"
-            f" {results.machine['platform']}.",
-            f"Runs per scenario: {results.runs} (medians). Load average before:"
-            f" {results.data['load_average_before']}, after: {results.data['load_average_after']}."
-            f" Wall time: {results.data['wall_s']:.0f} s.",
-            "",
-            table(results),
-            "",
-            *(f"- {note}" for note in results.notes),
-        ]
-    )
+    text = report(results, "Coretsia Worker benchmark", [table(results)])
     save(results, text, started)
     return 0
 

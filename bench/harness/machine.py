@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import platform
 import re
@@ -11,6 +12,8 @@ import time
 import psutil
 
 from harness import BENCH
+from harness.bytecode import ensure_bytecode
+from harness.results import Results
 
 
 def load_average() -> str:
@@ -62,3 +65,22 @@ def machine() -> dict[str, object]:
         "platform": platform.platform(),
         "memory_gib": round(psutil.virtual_memory().total / 1024**3, 1),
     }
+
+
+def begin(runs: int, wait_idle_s: float, compile_first: bool) -> tuple[Results, datetime.datetime]:
+    """A run's start: (wait for idle,) the machine and its load, bytecode; its results.
+
+    Returns the results to fill and the start time (``save`` names the files by it).
+    """
+    started = datetime.datetime.now(datetime.timezone.utc)
+    busy = wait_idle(wait_idle_s) if wait_idle_s else busy_processes()
+    results = Results(started.isoformat(timespec="seconds"), machine(), runs)
+    results.data["load_average_before"] = load_average()
+    if busy:
+        results.notes.append(f"other test runs were busy at the start: {len(busy)} processes")
+    if compile_first:
+        compiled = ensure_bytecode()
+        results.notes.append(f"bytecode: {compiled} modules had no fresh .pyc and were compiled")
+    else:
+        results.notes.append("bytecode: not checked (--no-compile)")
+    return results, started

@@ -27,6 +27,27 @@ class Results:
     notes: list[str] = field(default_factory=list)
 
 
+def report(results: Results, title: str, body: list[str]) -> str:
+    """A run's markdown: title, machine, runs and load, ``body`` (its tables), its notes."""
+    machine = results.machine
+    return "\n".join(
+        [
+            f"# {title}, {results.started}",
+            "",
+            f"Machine: {machine['cores']} cores, {machine['memory_gib']} GiB,"
+            f" {machine['implementation']} {machine['python']}, {machine['platform']};"
+            f" commit {machine['commit']}.",
+            f"Runs per scenario: {results.runs} (medians). Load average before:"
+            f" {results.data['load_average_before']}, after: {results.data['load_average_after']}."
+            f" Wall time: {results.data['wall_s']:.0f} s.",
+            "",
+            *body,
+            "",
+            *(f"- {note}" for note in results.notes),
+        ]
+    )
+
+
 def save(results: Results, text: str, started: datetime.datetime, prefix: str = "") -> None:
     """Write ``bench/results/<prefix><stamp>.json`` (every sample) and ``.md``; print."""
     RESULTS.mkdir(exist_ok=True)

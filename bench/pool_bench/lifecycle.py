@@ -33,21 +33,30 @@ def _recycle_gaps(log_path: Path) -> list[float]:
     return gaps
 
 
+def recycle_gaps(recycles: int, **settings: object) -> list[float]:
+    """One worker, no-op tasks, ``max_requests`` 50: ``recycles`` exit-to-ready gaps, seconds.
+
+    ``settings`` are more ``[worker]`` keys (the peers' benchmark adds ``spawn``).
+    """
+    pool_settings = {"task_source": "bench_app:logged", "max_requests": 50, **settings}
+    with running_pool(1, None, **pool_settings) as (pool, _):
+        log_path = pool.root / "recycle.log"
+        deadline = time.monotonic() + DEADLINE_S
+        while log_path.read_text().count("exit") < recycles:
+            if time.monotonic() > deadline or pool.proc is None or pool.proc.poll():
+                raise RuntimeError("S3: the worker did not recycle")
+            time.sleep(0.05)
+        pool.stop()
+        return _recycle_gaps(log_path)
+
+
 def scenario_recycle(results: Results, runs: int, recycles: int = 12) -> None:
     """S3: one worker, no-op tasks, max_requests 50; the floor's spawn-to-ready."""
     spawn_runs: list[float] = []
     recycle_runs: list[float] = []
     for run in range(runs):
         spawn = median(floor_spawn(recycles)[0])
-        with running_pool(1, task_source="bench_app:logged", max_requests=50) as (pool, _):
-            log_path = pool.root / "recycle.log"
-            deadline = time.monotonic() + DEADLINE_S
-            while log_path.read_text().count("exit") < recycles:
-                if time.monotonic() > deadline or pool.proc is None or pool.proc.poll():
-                    raise RuntimeError("S3: the worker did not recycle")
-                time.sleep(0.05)
-            pool.stop()
-            gaps = _recycle_gaps(log_path)
+        gaps = recycle_gaps(recycles)
         spawn_runs.append(spawn)
         recycle_runs.append(median(gaps))
         log(f"S3 run {run + 1}: floor spawn {spawn * 1000:.1f} ms, recycle "

@@ -39,27 +39,41 @@ def log(message: str) -> None:
 _LIVE: list[Pool] = []
 
 
-class Pool:
-    """One project root and its ``coretsia-supervisor start``."""
+def project_root(workers: int, **settings: object) -> Path:
+    """A throw-away project root: ``coretsia.toml`` for ``workers`` workers, ``bench_app``.
 
-    def __init__(self, workers: int, **settings: object) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="cw-bench-"))
+    ``settings`` are ``[worker]`` keys (strings, numbers, booleans) over the defaults: the
+    idle task source and budgets that no benchmark start can outrun.
+    """
+    root = Path(tempfile.mkdtemp(prefix="cw-bench-"))
+    config = {
+        "workers": workers,
+        "task_source": "bench_app:idle",
+        "start_timeout_ms": int(DEADLINE_S * 1000),
+        "stop_timeout_ms": 10000,
+        "force_kill_timeout_ms": 1000,
+        **settings,
+    }
+    lines = ["[worker]"]
+    for key, value in config.items():
+        rendered = f'"{value}"' if isinstance(value, str) else str(value).lower()
+        lines.append(f"{key} = {rendered}")
+    (root / "coretsia.toml").write_text("\n".join(lines) + "\n")
+    shutil.copy(BENCH / "bench_app.py", root / "bench_app.py")
+    py_compile.compile(str(root / "bench_app.py"), doraise=True)
+    return root
+
+
+class Pool:
+    """One project root and its ``coretsia-supervisor start``.
+
+    The root is made by ``project_root`` from ``settings``, or is ``root``, prepared by
+    the caller (the quick start's copy).
+    """
+
+    def __init__(self, workers: int, root: Path | None = None, **settings: object) -> None:
+        self.root = root if root is not None else project_root(workers, **settings)
         self.workers_n = workers
-        config = {
-            "workers": workers,
-            "task_source": "bench_app:idle",
-            "start_timeout_ms": int(DEADLINE_S * 1000),
-            "stop_timeout_ms": 10000,
-            "force_kill_timeout_ms": 1000,
-            **settings,
-        }
-        lines = ["[worker]"]
-        for key, value in config.items():
-            rendered = f'"{value}"' if isinstance(value, str) else str(value).lower()
-            lines.append(f"{key} = {rendered}")
-        (self.root / "coretsia.toml").write_text("\n".join(lines) + "\n")
-        shutil.copy(BENCH / "bench_app.py", self.root / "bench_app.py")
-        py_compile.compile(str(self.root / "bench_app.py"), doraise=True)
         self.proc: subprocess.Popen[bytes] | None = None
         self.stderr_path = self.root / "supervisor.stderr"
         _LIVE.append(self)
@@ -164,8 +178,10 @@ class Pool:
 
 
 @contextlib.contextmanager
-def running_pool(workers: int, **settings: object) -> Iterator[tuple[Pool, float]]:
-    pool = Pool(workers, **settings)
+def running_pool(
+    workers: int, root: Path | None = None, **settings: object
+) -> Iterator[tuple[Pool, float]]:
+    pool = Pool(workers, root, **settings)
     try:
         yield pool, pool.start()
         if pool.proc is not None and pool.proc.poll() is None:
