@@ -14,15 +14,19 @@ from coretsia.guardian import leftovers
 ROOT_ID = os.urandom(8).hex()
 
 
-@pytest.fixture
-def escapee() -> Iterator[subprocess.Popen[bytes]]:
-    """A process of this root's mark in its own session, as a task's ``setsid`` child."""
-    proc = subprocess.Popen(
+def _marked_sleeper(mark: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
         ["sleep", "1000"],
-        env={**os.environ, leftovers.ROOT_ENV: ROOT_ID},
+        env={**os.environ, leftovers.ROOT_ENV: mark},
         start_new_session=True,
         close_fds=True,
     )
+
+
+@pytest.fixture
+def escapee() -> Iterator[subprocess.Popen[bytes]]:
+    """A process of this root's mark in its own session, as a task's ``setsid`` child."""
+    proc = _marked_sleeper(ROOT_ID)
     yield proc
     proc.kill()
     proc.wait()
@@ -37,6 +41,17 @@ def test_a_marked_process_is_killed(escapee: subprocess.Popen[bytes]) -> None:
 def test_another_root_s_process_is_left_alone(escapee: subprocess.Popen[bytes]) -> None:
     assert leftovers.clear(os.urandom(8).hex(), 5.0) == 0
     assert escapee.poll() is None
+
+
+def test_a_mark_that_only_starts_with_this_root_s_is_left_alone() -> None:
+    """The mark is compared whole: another root's id that begins with this one is not it."""
+    proc = _marked_sleeper(ROOT_ID + "0f")
+    try:
+        assert leftovers.clear(ROOT_ID, 5.0) == 0
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def test_one_that_cannot_be_killed_refuses(

@@ -68,16 +68,43 @@ def _clear_cgroups(root_id: str, budget_s: float) -> bool:
 
 
 def _marked(root_id: str) -> list[psutil.Process]:
-    """Every live process (but us) whose environment carries this root's mark."""
+    """Every live process (but us) whose environment carries this root's mark.
+
+    Decided by psutil, which records each process's identity, but only for the processes
+    whose environment holds the mark at all (:func:`_carrying`): this scan runs at every
+    start, over every process of the machine, and psutil reads each one's environment at
+    about three times the cost of reading ``/proc`` (a whole ``clear``: 3.2-3.8 -> 1.2 ms
+    of CPU, with about 175 processes on the machine).
+    """
     found = []
-    for proc in psutil.process_iter():
-        if proc.pid == os.getpid():
-            continue
+    for pid in _carrying(f"{ROOT_ENV}={root_id}".encode()):
         try:
+            proc = psutil.Process(pid)
             if proc.environ().get(ROOT_ENV) == root_id and is_live(proc):
                 found.append(proc)
         except psutil.Error:
             continue  # gone, a zombie, or not ours to read: not known to be a leftover
+    return found
+
+
+def _carrying(entry: bytes) -> list[int]:
+    """The pids (but ours) whose ``/proc/<pid>/environ`` holds ``entry`` as a whole entry.
+
+    Unreadable environments (gone, a zombie's, not ours) are skipped, as psutil's
+    ``environ()`` errors are.
+    """
+    me = os.getpid()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as environ:
+                block = environ.read()
+        except OSError:
+            continue
+        if entry in block.split(b"\0"):
+            found.append(int(name))
     return found
 
 
