@@ -17,7 +17,8 @@ workers to ``running`` against 128 bare interpreters. Every process a scenario s
 is killed by pid at its end, and the run fails if any is left.
 
 Options: ``--runs`` (3), ``--quick`` (N = 8 and 64 only), ``--sizes 8,64``,
-``--spawn exec,forkserver``, ``--only`` (some of start, control, containment,
+``--spawn exec,forkserver``, ``--sides floor,coretsia`` (some of floor, supervisord,
+circus, gunicorn, honcho, coretsia), ``--only`` (some of start, control, containment,
 quickstart), ``--no-compile``, ``--wait-idle SECONDS``. Results go to
 ``bench/results/peers-<timestamp>.{json,md}``; ``docs/performance.md`` reads them.
 """
@@ -38,7 +39,7 @@ from peer_bench.scenarios import (
     scenario_quickstart,
     scenario_start,
 )
-from peer_bench.sides import sides
+from peer_bench.sides import PEERS, sides
 from peer_bench.table import table
 from pool_bench.pools import cleanup_pools
 from pool_bench.start import START_SIZES
@@ -52,6 +53,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--sizes", default="")
     parser.add_argument("--spawn", default="exec,forkserver")
+    parser.add_argument("--sides", default=",".join([*PEERS, "coretsia"]))
     parser.add_argument("--only", default="", help="comma-separated: " + ",".join(SCENARIOS))
     parser.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--no-compile", dest="compile", action="store_false")
@@ -63,14 +65,17 @@ def _arguments() -> argparse.Namespace:
     args.only = set(filter(None, args.only.split(","))) or set(SCENARIOS)
     if args.only - set(SCENARIOS):
         parser.error(f"--only takes some of {','.join(SCENARIOS)}")
+    args.sides = args.sides.split(",")
+    if set(args.sides) - {*PEERS, "coretsia"}:
+        parser.error(f"--sides takes some of {','.join(PEERS)},coretsia")
     return args
 
 
 def main() -> int:
     args = _arguments()
     results, started = begin(args.runs, args.wait_idle, args.compile)
-    measured, missing = sides(args.spawn.split(","))
-    modes = [m for m in args.spawn.split(",") if m not in missing]
+    measured, missing = sides(args.sides, args.spawn.split(","))
+    modes = [m for m in args.spawn.split(",") if m not in missing and "coretsia" in args.sides]
     for mode in missing:
         results.notes.append(f"spawn = {mode!r}: not accepted by this Coretsia (n/a)")
     clock = time.monotonic()

@@ -168,13 +168,25 @@ class Coretsia(Side):
         return [*SUPERVISOR, "status", "--root", str(root)]
 
 
-def sides(spawn_modes: list[str]) -> tuple[list[Side], list[str]]:
-    """Every side to measure, and the spawn modes the installed Coretsia does not accept.
+PEERS: dict[str, type[Side]] = {
+    "floor": Floor,
+    "supervisord": Supervisord,
+    "circus": Circus,
+    "gunicorn": Gunicorn,
+    "honcho": Honcho,
+}
+
+
+def sides(names: list[str], spawn_modes: list[str]) -> tuple[list[Side], list[str]]:
+    """The sides to measure (``names``: keys of :data:`PEERS` and ``coretsia``), and the
+    spawn modes the installed Coretsia does not accept.
 
     ``exec`` always runs (it is what Coretsia does without the key); another mode runs only
     where the configuration accepts it, and is reported as n/a otherwise.
     """
-    peers: list[Side] = [Floor(), Supervisord(), Circus(), Gunicorn(), Honcho()]
+    chosen: list[Side] = [PEERS[name]() for name in PEERS if name in names]
+    if "coretsia" not in names:
+        return chosen, []
     missing = [m for m in spawn_modes if m != "exec" and not spawn_accepted(m)]
-    peers += [Coretsia(m) for m in spawn_modes if m not in missing]
-    return peers, missing
+    chosen += [Coretsia(m) for m in spawn_modes if m not in missing]
+    return chosen, missing
