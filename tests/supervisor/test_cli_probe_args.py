@@ -1,4 +1,5 @@
-"""The probes' argparse-free fast path reads the command line exactly as argparse does."""
+"""The argparse-free fast path (the probes, a plain ``start``) reads the command line
+exactly as argparse does."""
 
 from __future__ import annotations
 
@@ -14,12 +15,20 @@ ACCEPTED = [
     ["status", "--root=/srv/app", "--json"],
     ["health", "--json", "--root", "relative/dir"],
     ["stop", "--json", "--root=."],
+    ["start"],
+    ["start", "--root", "/srv/app"],
+    ["start", "--root=relative/dir"],
 ]
 
 LEFT_TO_ARGPARSE = [
     [],
-    ["start"],
     ["--version"],
+    ["start", "--json"],  # a probe's option: argparse refuses it
+    ["start", "--log-format", "json"],
+    ["start", "--config", "other.toml"],
+    ["start", "--root", "/a", "--config=other.toml"],
+    ["start", "--ro", "/srv/app"],
+    ["start", "--root", "-x"],
     ["status", "--help"],
     ["status", "-h"],
     ["status", "--ro", "/srv/app"],  # an abbreviation argparse accepts
@@ -36,7 +45,7 @@ LEFT_TO_ARGPARSE = [
 @pytest.mark.parametrize("argv", ACCEPTED)
 def test_fast_path_agrees_with_argparse(argv: list[str]) -> None:
     """Every form the fast path accepts gives argparse's own attributes."""
-    fast = cli._probe_args(argv)
+    fast = cli._plain_args(argv)
     assert fast is not None
     assert vars(fast) == vars(build_parser().parse_args(argv))
 
@@ -44,4 +53,4 @@ def test_fast_path_agrees_with_argparse(argv: list[str]) -> None:
 @pytest.mark.parametrize("argv", LEFT_TO_ARGPARSE)
 def test_anything_else_goes_to_argparse(argv: list[str]) -> None:
     """Help, abbreviations, repeats and mistakes are argparse's to read or refuse."""
-    assert cli._probe_args(argv) is None
+    assert cli._plain_args(argv) is None
