@@ -2,7 +2,7 @@
 
 Run with the nox that ``bin/setup`` installs: ``.venv/bin/nox`` (default: tests, lint,
 typecheck), or ``.venv/bin/nox -s build`` / ``-s manpages`` / ``-s bench`` /
-``-s bench_queue`` / ``-s bench_peers``.
+``-s bench_queue`` / ``-s bench_peers`` / ``-s container``.
 
 Every session installs from ``uv.lock`` (``uv sync --locked``), so a session sees exactly
 the versions the developer environment and CI see, and a stale lock fails loudly.
@@ -10,6 +10,7 @@ the versions the developer environment and CI see, and a stale lock fails loudly
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -269,6 +270,29 @@ def bench_peers(session: nox.Session) -> None:
     """
     _sync(session, "--all-packages", "--group", "peers")
     session.run("python", str(ROOT / "bench" / "peers.py"), *session.posargs)
+
+
+@nox.session
+def container(session: nox.Session) -> None:
+    """The container path run for real (bench/container.py); not a default, needs root.
+
+    Installs what is missing with ``bin/container-deps`` (docker.io, debootstrap), then
+    builds docs/deploy/Dockerfile and checks the pool in it: PID 1, the probes through
+    ``docker exec``, ``docker stop``, a SIGKILL of the supervisor inside and ``docker
+    kill``; see docs/deploy/kubernetes.md. Skipped, with the reason, where no Docker engine
+    can run. Arguments after ``--`` go to bench/container.py (``--base local``).
+    """
+    try:
+        session.run(str(ROOT / "bin" / "container-deps"), external=True)
+    except nox.command.CommandFailed:
+        session.warn("container: bin/container-deps installed nothing; using what is here")
+    _sync(session, "--all-packages")
+    outcome = Path(session.create_tmp()) / "container-outcome.json"
+    script = str(ROOT / "bench" / "container.py")
+    session.run("python", script, "--outcome", str(outcome), *session.posargs)
+    result = json.loads(outcome.read_text(encoding="utf-8"))
+    if result["outcome"] == "skipped":
+        session.skip(f"no Docker engine can run here ({result['reason']})")
 
 
 @nox.session
