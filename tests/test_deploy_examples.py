@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import copy
+import importlib.util
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import kubernetes_validate
 import pytest
+from kubernetes_validate.utils import resources_from_file
 
 from coretsia.supervisor.config import Budgets
 
-DEPLOY = Path(__file__).resolve().parents[1] / "docs" / "deploy"
+REPO = Path(__file__).resolve().parents[1]
+DEPLOY = REPO / "docs" / "deploy"
+KUBERNETES_VERSIONS = ("1.30.0", "1.37.0")
+"""The oldest and newest Kubernetes the check names: 1.37 is the newest schema set that
+kubernetes-validate 1.37.0 bundles (it validates offline, from those files)."""
 DEFAULT = Budgets()
 BUDGET_S = (DEFAULT.stop_timeout_ms + 2 * DEFAULT.force_kill_timeout_ms) / 1000
 
@@ -75,3 +83,37 @@ def test_unit_verifies(tmp_path: Path) -> None:
         check=False,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("version", KUBERNETES_VERSIONS)
+def test_kubernetes_manifest_validates_offline(version: str) -> None:
+    """kubernetes.yaml is a valid Deployment, strictly (no unknown field), offline."""
+    (deployment,) = resources_from_file(str(DEPLOY / "kubernetes.yaml"))
+    assert kubernetes_validate.validate(deployment, version, strict=True) == version[:4]
+
+
+def test_kubernetes_validation_refuses_an_unknown_field() -> None:
+    """The strict check is live: a misspelled field of the same manifest is refused."""
+    (deployment,) = resources_from_file(str(DEPLOY / "kubernetes.yaml"))
+    broken = copy.deepcopy(deployment)
+    spec = broken["spec"]["template"]["spec"]
+    spec["terminationGracePeriod"] = spec.pop("terminationGracePeriodSeconds")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, KUBERNETES_VERSIONS[-1], strict=True)
+
+
+def test_docs_show_the_commands_the_container_check_runs() -> None:
+    """Every command `nox -s container` runs is in the docs as the reader would type it."""
+    path = REPO / "bench" / "container_check" / "commands.py"
+    spec = importlib.util.spec_from_file_location("container_commands", path)
+    assert spec is not None
+    assert spec.loader is not None
+    commands = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(commands)
+    docs = (DEPLOY / "kubernetes.md").read_text() + (DEPLOY / "Dockerfile").read_text()
+    missing = [
+        line
+        for template in commands.DOCUMENTED
+        if (line := " ".join(commands.render(template, commands.DOCS_NAMES))) not in docs
+    ]
+    assert missing == []
