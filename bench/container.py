@@ -97,9 +97,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"container: skipped: no Docker engine can run here ({exc.token})")
         outcome = {"outcome": "skipped", "reason": exc.token}
     else:
-        how = "started here" if engine.ours else f"found at {engine.docker.host}"
-        rows[-1] = Row("engine", rows[-1].seconds, f"{how}, {engine.docker.server_version()}")
         try:
+            how = "started here" if engine.ours else f"found at {engine.docker.host}"
+            version = engine.docker.server_version()
+            rows[-1] = Row("engine", rows[-1].seconds, f"{how}, {version}")
             _check(engine, args.base, rows)
         except ContainerCheckError as exc:
             outcome = {"outcome": "failed", "reason": exc.token}

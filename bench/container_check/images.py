@@ -50,11 +50,12 @@ def choose_base(docker: Docker, mode: str) -> tuple[str, str]:
     if mode != "local":
         if docker.image_exists(PUBLIC_BASE):
             return PUBLIC_BASE, "found"
-        pulled = docker.run(
-            ("docker", "pull", "-q", PUBLIC_BASE), timeout=600, token="pull", check=mode == "public"
-        )
-        if pulled.returncode == 0:
+        try:
+            docker.run(("docker", "pull", "-q", PUBLIC_BASE), timeout=600, token="pull")
             return PUBLIC_BASE, "pulled"
+        except CheckFailed:
+            if mode == "public":
+                raise
     tag = _local_tag()
     if docker.image_exists(tag):
         return tag, "cached"

@@ -55,9 +55,10 @@ class Pool:
 
     @classmethod
     def of_app(cls) -> Pool:
-        budgets = load_config(APP).budgets
+        config = load_config(APP)
+        budgets = config.budgets
         return cls(
-            workers=load_config(APP).worker.workers,
+            workers=config.worker.workers,
             start_s=budgets.start_timeout_ms / 1000,
             budget_s=(budgets.stop_timeout_ms + 2 * budgets.force_kill_timeout_ms) / 1000,
         )
