@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -156,43 +157,45 @@ class Runner:
             Row(f"docker stop (budget {self.pool.budget_s:g} s)", stop_s, "exit 0, 0 left"),
         ]
 
-    def supervisor_kill(self) -> list[Row]:
-        """Case 2: SIGKILL of the real supervisor inside; contained, 137, nothing left."""
-        name, _ = self.start("supervisor-kill")
+    def _ended_by(self, case: str, kill: Callable[[str, int], object]) -> tuple[str, float]:
+        """A new container ended by ``kill(name, supervisor's pid)``; its name, exit time.
+
+        It must exit 137 within the pool's budget (the guardian's containment bound), and
+        no process carrying the marker may be left.
+        """
+        name, _ = self.start(case)
         supervisor = self._pool_tree(name)
         snapshot = carrying(self.token)
         began = time.monotonic()
+        kill(name, supervisor)
+        code = self.exit_code(name, self.pool.budget_s + 30)
+        exit_s = time.monotonic() - began
+        if code != KILLED_EXIT or exit_s > self.pool.budget_s:
+            raise CheckFailed(f"{case}-unexpected-exit")
+        if left_after(self.token, snapshot, 10):
+            raise CheckFailed(f"processes-left-after-{case}")
+        return name, exit_s
+
+    def _kill_supervisor(self, name: str, pid: int) -> None:
         self.docker.run(
-            ("docker", "exec", name, "sh", "-c", 'kill -KILL "$1"', "sh", str(supervisor)),
+            ("docker", "exec", name, "sh", "-c", 'kill -KILL "$1"', "sh", str(pid)),
             timeout=30,
             token="kill-supervisor",
         )
-        code = self.exit_code(name, self.pool.budget_s + 30)
-        exit_s = time.monotonic() - began
-        if code != KILLED_EXIT:
-            raise CheckFailed("supervisor-kill-unexpected-exit")
+
+    def _docker_kill(self, name: str, _pid: int) -> None:
+        self.docker.run(render(KILL, {"container": name}), timeout=30, token="docker-kill")
+
+    def supervisor_kill(self) -> list[Row]:
+        """Case 2: SIGKILL of the real supervisor inside; contained, 137, nothing left."""
+        name, exit_s = self._ended_by("supervisor-kill", self._kill_supervisor)
         logs = self.docker.run(("docker", "logs", name), timeout=30, token="logs")
         if CONTAINED not in logs.stderr:
             raise CheckFailed("guardian-did-not-contain")
-        left = left_after(self.token, snapshot, 10)
-        if left:
-            raise CheckFailed("processes-left-after-supervisor-kill")
-        return [
-            Row("supervisor SIGKILL to container exit", exit_s, f"exit {code}, contained, 0 left")
-        ]
+        result = f"exit {KILLED_EXIT}, contained, 0 left"
+        return [Row("supervisor SIGKILL to container exit", exit_s, result)]
 
     def docker_kill(self) -> list[Row]:
         """Case 3: ``docker kill``: exit 137 and no process of it on the host."""
-        name, _ = self.start("docker-kill")
-        self._pool_tree(name)
-        snapshot = carrying(self.token)
-        began = time.monotonic()
-        self.docker.run(render(KILL, {"container": name}), timeout=30, token="docker-kill")
-        code = self.exit_code(name, 30)
-        exit_s = time.monotonic() - began
-        if code != KILLED_EXIT:
-            raise CheckFailed("docker-kill-unexpected-exit")
-        left = left_after(self.token, snapshot, 10)
-        if left:
-            raise CheckFailed("processes-left-after-docker-kill")
-        return [Row("docker kill to container exit", exit_s, f"exit {code}, 0 left")]
+        _, exit_s = self._ended_by("docker-kill", self._docker_kill)
+        return [Row("docker kill to container exit", exit_s, f"exit {KILLED_EXIT}, 0 left")]
