@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -88,8 +89,23 @@ class Runner:
             token="docker-run",
         )
         # Start-up budget plus the interpreters' first start in a fresh container.
-        wait_running(self.docker, name, self.pool.workers, self.pool.start_s + 20)
+        try:
+            wait_running(self.docker, name, self.pool.workers, self.pool.start_s + 20)
+        except CheckFailed:
+            self._show_end(name)
+            raise
         return name, time.monotonic() - began
+
+    def _show_end(self, name: str) -> None:
+        """Put the container's output and exit code on stderr: what says why it failed."""
+        logs = self.docker.run(("docker", "logs", name), timeout=30, token="logs", check=False)
+        state = self.docker.run(
+            ("docker", "inspect", "-f", "{{.State.Status}} exit {{.State.ExitCode}}", name),
+            timeout=30,
+            token="inspect",
+            check=False,
+        )
+        sys.stderr.write(f"{logs.stdout[-4000:]}{logs.stderr[-4000:]}{state.stdout}")
 
     def exit_code(self, name: str, timeout: float) -> int:
         """The container's exit code once it ended (``docker wait``, bounded)."""
