@@ -85,7 +85,20 @@ def wait_running(docker: Docker, container: str, workers: int, timeout: float) -
 
     ``start`` prints ``running: N/N workers ready ...`` on stdout once every slot sent its
     readiness frame (the JSON log lines go to stderr): that line is the event waited on.
+    ``docker logs --follow`` may end while the container still runs (moby/moby#38324,
+    #37894): then it is followed again, from the start; only a container that is no longer
+    running ends the wait before the line.
     """
+    deadline = time.monotonic() + timeout
+    expected = f"running: {workers}/{workers} workers ready".encode()
+    while not _follow_until(docker, container, expected, deadline):
+        running = docker.inspect(container, "{{.State.Running}}")
+        if running != "true":
+            raise CheckFailed("pool-ended-before-ready")
+
+
+def _follow_until(docker: Docker, container: str, expected: bytes, deadline: float) -> bool:
+    """True once a line starts with ``expected``; False if the output ended first."""
     follower = subprocess.Popen(
         docker.argv(("docker", "logs", "--follow", container)),
         env=docker.env,
@@ -95,9 +108,7 @@ def wait_running(docker: Docker, container: str, workers: int, timeout: float) -
     )
     assert follower.stdout is not None
     fd = follower.stdout.fileno()
-    deadline = time.monotonic() + timeout
     pending = b""
-    expected = f"running: {workers}/{workers} workers ready".encode()
     try:
         while not any(line.startswith(expected) for line in pending.split(b"\n")):
             remaining = deadline - time.monotonic()
@@ -106,8 +117,9 @@ def wait_running(docker: Docker, container: str, workers: int, timeout: float) -
             if select.select([fd], [], [], remaining)[0]:
                 chunk = os.read(fd, 65536)
                 if not chunk:
-                    raise CheckFailed("pool-ended-before-ready")
+                    return False
                 pending += chunk
+        return True
     finally:
         follower.terminate()
         follower.wait(timeout=30)
