@@ -235,6 +235,29 @@ def build(session: nox.Session) -> None:
 
 
 @nox.session
+def container(session: nox.Session) -> None:
+    """The container path run for real (bench/container.py); not a default, needs root.
+
+    Installs what is missing with ``bin/container-deps`` (docker.io, debootstrap), then
+    builds docs/deploy/Dockerfile and checks the pool in it: PID 1, the probes through
+    ``docker exec``, ``docker stop``, a SIGKILL of the supervisor inside and ``docker
+    kill``; see docs/deploy/kubernetes.md. Skipped, with the reason, where no Docker engine
+    can run. Arguments after ``--`` go to bench/container.py (``--base local``).
+    """
+    try:
+        session.run(str(ROOT / "bin" / "container-deps"), external=True)
+    except nox.command.CommandFailed:
+        session.warn("container: bin/container-deps installed nothing; using what is here")
+    _sync(session, "--all-packages")
+    outcome = Path(session.create_tmp()) / "container-outcome.json"
+    script = str(ROOT / "bench" / "container.py")
+    session.run("python", script, "--outcome", str(outcome), *session.posargs)
+    result = json.loads(outcome.read_text(encoding="utf-8"))
+    if result["outcome"] == "skipped":
+        session.skip(f"no Docker engine can run here ({result['reason']})")
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """The benchmark (bench/run.py): real pools against a bare-Python floor; not a default.
 
@@ -270,29 +293,6 @@ def bench_peers(session: nox.Session) -> None:
     """
     _sync(session, "--all-packages", "--group", "peers")
     session.run("python", str(ROOT / "bench" / "peers.py"), *session.posargs)
-
-
-@nox.session
-def container(session: nox.Session) -> None:
-    """The container path run for real (bench/container.py); not a default, needs root.
-
-    Installs what is missing with ``bin/container-deps`` (docker.io, debootstrap), then
-    builds docs/deploy/Dockerfile and checks the pool in it: PID 1, the probes through
-    ``docker exec``, ``docker stop``, a SIGKILL of the supervisor inside and ``docker
-    kill``; see docs/deploy/kubernetes.md. Skipped, with the reason, where no Docker engine
-    can run. Arguments after ``--`` go to bench/container.py (``--base local``).
-    """
-    try:
-        session.run(str(ROOT / "bin" / "container-deps"), external=True)
-    except nox.command.CommandFailed:
-        session.warn("container: bin/container-deps installed nothing; using what is here")
-    _sync(session, "--all-packages")
-    outcome = Path(session.create_tmp()) / "container-outcome.json"
-    script = str(ROOT / "bench" / "container.py")
-    session.run("python", script, "--outcome", str(outcome), *session.posargs)
-    result = json.loads(outcome.read_text(encoding="utf-8"))
-    if result["outcome"] == "skipped":
-        session.skip(f"no Docker engine can run here ({result['reason']})")
 
 
 @nox.session
