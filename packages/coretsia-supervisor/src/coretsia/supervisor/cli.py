@@ -139,12 +139,18 @@ def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> None:
     """Validate, resolve and run the pool until it is stopped (``start`` after the checks)."""
     from coretsia.supervisor.config import load_config
     from coretsia.supervisor.drivers import resolve_driver, resolve_transport
+    from coretsia.supervisor.runtime_guard import resolve_runtime_entrypoint
     from coretsia.supervisor.task_sources import generation_spec
 
     config = load_config(root, args.config)
-    resolve_driver(config.worker.driver)  # the seed's order: an unavailable driver before discovery
+    # The seed's order: the runtime-entrypoint guard right after the pool spec, then an
+    # unavailable driver or transport, and only then discovery (once, never in a worker).
+    runtime = (
+        resolve_runtime_entrypoint(config.worker.task_type.value) if config.worker.workers else None
+    )
+    resolve_driver(config.worker.driver)
     resolve_transport(config.control.transport)
-    spec = generation_spec(root, config)  # discovery happens here, once, never in a worker
+    spec = generation_spec(root, config, runtime)
 
     from coretsia.supervisor.runner import run_supervisor
 
