@@ -18,7 +18,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "operations.md"
 TEXT = DOC.read_text(encoding="utf-8")
 
 TROUBLE_ROW = re.compile(
-    r"^\| `(CORETSIA_WORKER_[A-Z_]+)` \| `(worker-[a-z0-9-]+)` \| (\d+) \|", re.MULTILINE
+    r"^\| `(CORETSIA_[A-Z_]+)` \| `([a-z][a-z0-9-]+)` \| (\d+) \|", re.MULTILINE
 )
 """A troubleshooting row: code, reason token, exit status."""
 
