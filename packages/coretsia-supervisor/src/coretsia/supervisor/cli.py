@@ -16,6 +16,7 @@ import os
 import sys
 
 from coretsia.supervisor import output
+from coretsia.supervisor.platforms import UNTESTED, require_supported_platform
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.exceptions import (
     WorkerAlreadyRunningError,
@@ -217,12 +218,20 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    """Refuse a platform that runs no pool, then parse and run the command; its status."""
+    try:
+        support = require_supported_platform()  # first: before anything is read or run
+    except WorkerError as exc:
+        output.error(exc)
+        return int(exc.exit_code)
     args = _probe_args(sys.argv[1:] if argv is None else argv)
     if args is None:
         from coretsia.supervisor.parser import build_parser
 
         args = build_parser().parse_args(argv)
     command, catch_all = COMMANDS[args.command]
+    if args.command == "start" and support == UNTESTED:
+        output.warning("no test has run on this platform; see docs/reliability.md")
     try:
         return command(args)
     except WorkerError as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 from coretsia.supervisor.config import PoolConfig
 from coretsia.supervisor.containment import resolve_containment
 from coretsia.supervisor.drivers import resolve_driver, resolve_transport
+from coretsia.supervisor.platforms import require_supported_platform
 from coretsia.supervisor.process.ipc_resources import require_ipc
 from coretsia.supervisor.runtime_files import runtime_dirs
 from coretsia.worker_protocol.lifecycle import RUNTIME_DIR
@@ -44,6 +45,7 @@ def run_supervisor(
     ``attach`` is called from inside the run, before anything starts, with the
     supervisor and the run's token: how another thread can reach it later.
     """
+    require_supported_platform()  # ProcessManager.start() comes here without the CLI
     driver = resolve_driver(config.worker.driver)
     transport = resolve_transport(config.control.transport)
     containment = resolve_containment(config.worker.containment)
