@@ -109,3 +109,27 @@ def test_process_manager_refuses_too(tmp_path: Path) -> None:
     )
     assert (result.returncode, result.stdout, result.stderr) == (0, REFUSAL + "\n", "")
     assert not (tmp_path / "var").exists()
+
+
+def test_an_untested_platform_runs_with_one_warning_at_start(tmp_path: Path) -> None:
+    """macOS is not refused: ``start`` goes on (here to its --root check) after one line
+    that says no test has run there; the probes stay silent."""
+    code = "import sys; sys.platform = 'darwin'; from coretsia.supervisor.cli import main; main()"
+    missing = str(tmp_path / "missing")
+    results = [
+        subprocess.run(
+            [sys.executable, "-c", code, command, "--root", missing],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        for command in ("start", "status")
+    ]
+    refused = (
+        "CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid (key --root, rule file-missing)\n"
+    )
+    warning = (
+        "coretsia-supervisor: warning: no test has run on this platform; see docs/reliability.md\n"
+    )
+    assert [(r.returncode, r.stderr) for r in results] == [(6, warning + refused), (6, refused)]
