@@ -7,6 +7,8 @@ tests fail when a reason token, a code or an exit status changes without the pag
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -18,7 +20,7 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "operations.md"
 TEXT = DOC.read_text(encoding="utf-8")
 
 TROUBLE_ROW = re.compile(
-    r"^\| `(CORETSIA_WORKER_[A-Z_]+)` \| `(worker-[a-z0-9-]+)` \| (\d+) \|", re.MULTILINE
+    r"^\| `(CORETSIA_[A-Z_]+)` \| `([a-z][a-z0-9-]+)` \| (\d+) \|", re.MULTILINE
 )
 """A troubleshooting row: code, reason token, exit status."""
 
@@ -72,3 +74,32 @@ def test_troubleshooting_rows_match_the_catalogue() -> None:
 def test_every_health_reason_appears(reason: HealthReason) -> None:
     """Each health reason is explained on the page."""
     assert f"`{reason.value}`" in TEXT
+
+
+COMMANDS = ("start", "stop", "status", "health")
+SUPERVISOR = Path(sys.executable).with_name("coretsia-supervisor")
+
+
+def _doc_exit_codes(command: str) -> set[int]:
+    """The exit codes the page's table gives ``command`` (its column, "-" is none)."""
+    lines = _section("Exit codes").splitlines()
+    header = next(line for line in lines if line.startswith("| Code |"))
+    column = [cell.strip() for cell in header.strip().strip("|").split("|")].index(f"`{command}`")
+    codes = set()
+    for line in lines:
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) > column and cells[0].isdigit() and cells[column] != "-":
+            codes.add(int(cells[0]))
+    return codes
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_lists_every_exit_code_of_the_command(command: str) -> None:
+    """``COMMAND --help`` lists exactly the codes the exit-code table gives that command."""
+    result = subprocess.run(
+        [str(SUPERVISOR), command, "--help"], capture_output=True, text=True, timeout=60, check=True
+    )
+    epilog = " ".join(result.stdout.split("exit codes:", 1)[1].split())
+    listed = [int(code) for code in re.findall(r"(?:^|; )(\d+) ", epilog)]
+    assert listed == sorted(_doc_exit_codes(command))
+    assert all(code in {int(c) for c in ExitCode} for code in listed)

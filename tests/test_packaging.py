@@ -162,3 +162,29 @@ def test_built_wheels(tmp_path: Path) -> None:
             requirement = Requirement(line)
             if requirement.name in MEMBERS:
                 assert str(requirement.specifier) == f"=={VERSION}", (wheel.name, line)
+
+
+LINUX_ONLY = ["Operating System :: POSIX :: Linux"]
+"""What every distribution claims: Linux, the one platform every test runs on."""
+
+PLATFORM_ROWS = (
+    "| Linux | supported and tested |",
+    "| macOS, other POSIX systems | runs, untested |",
+    "| Windows | not supported |",
+)
+"""The start of each row of the platform table in the README and in reliability.md."""
+
+
+@pytest.mark.parametrize("member", sorted(MEMBERS))
+def test_classifiers_claim_linux_only(member: str) -> None:
+    """No wheel claims macOS or Windows, where no test has run (see reliability.md)."""
+    classifiers = _pyproject(member)["project"]["classifiers"]
+    assert [c for c in classifiers if c.startswith("Operating System ::")] == LINUX_ONLY
+
+
+@pytest.mark.parametrize("page", ["README.md", "docs/reliability.md"])
+def test_the_docs_say_what_the_classifiers_say(page: str) -> None:
+    """The README and reliability.md carry the same platform table, and name the claim."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    assert all(row in text for row in PLATFORM_ROWS)
+    assert f"`{LINUX_ONLY[0]}`" in text

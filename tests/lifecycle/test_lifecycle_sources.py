@@ -35,6 +35,20 @@ from site_hooks import pythonpath_first
 
 SOURCE_GROUP = "coretsia.worker.task_sources"
 HOOK_GROUP = "coretsia.worker.hooks"
+RUNTIME_GROUP = "coretsia.worker.runtime_entrypoints"
+
+HTTP_RUNTIME = """
+import os
+
+if os.environ.get("HTTP_RUNTIME_GONE_IN_WORKERS") and "CORETSIA_WORKER_TREE" in os.environ:
+    raise ImportError("this runtime went away")  # as if uninstalled once the pool started
+runtime = "http"
+"""
+"""An HTTP runtime distribution's module: provides ``http.worker`` by its entry point.
+
+With ``HTTP_RUNTIME_GONE_IN_WORKERS`` set it imports in ``start`` but not in the
+generation's processes (they carry ``CORETSIA_WORKER_TREE``): the boot's guard then
+finds it gone, as if it had been uninstalled after ``start``."""
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +57,12 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     base = tmp_path_factory.mktemp("dists")
     source, hooks = app_source("third_party_source.py"), app_source("contributed_hooks.py")
     wheels = {
+        "runtime": wheel(
+            base / "wheels",
+            "http_runtime",
+            {"http_runtime": HTTP_RUNTIME},
+            {RUNTIME_GROUP: {"http.worker": "http_runtime:runtime"}},
+        ),
         "third": wheel(
             base / "wheels",
             "thirdparty_source",
@@ -107,10 +127,12 @@ def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         ),
     }
     layouts = {
-        "third": ["third"],
-        "two": ["first", "second"],
-        "broken": ["broken", "third"],
-        "broken_check": ["broken_check"],
+        "third": ["third", "runtime"],
+        "no_runtime": ["broken", "third"],
+        "runtime": ["runtime"],
+        "two": ["first", "second", "runtime"],
+        "broken": ["broken", "third", "runtime"],
+        "broken_check": ["broken_check", "runtime"],
         "hooks": ["hooks"],
         "bad_kind": ["bad_kind"],
         "bad_import": ["bad_import"],
@@ -175,13 +197,85 @@ class TestDiscovery:
         # Two workers ran tasks 1, 2, 3 each, interleaved in any order.
         assert sorted((root / "third-party.log").read_text().split()) == sorted("112233")
 
-    def test_no_source_for_the_task_type(self, root: Path, supervisors: Supervisors) -> None:
+    def test_no_source_for_the_task_type(
+        self, root: Path, supervisors: Supervisors, sites: dict[str, Path]
+    ) -> None:
         """No installed source serves the task type: missing, before anything starts."""
         http_root(root)
-        assert_failed(
-            supervisors(root), root, "CORETSIA_WORKER_START_FAILED: worker-task-source-missing"
-        )
+        supervisor = supervisors(root, env=pythonpath_first(sites["runtime"]))
+        assert_failed(supervisor, root, "CORETSIA_WORKER_START_FAILED: worker-task-source-missing")
         assert not (root / "var/tmp/worker.lock").exists()
+
+
+class TestRuntimeEntrypoint:
+    """Seed 000's guard: ``http`` needs ``http.worker``, which nothing of Coretsia provides."""
+
+    def test_http_without_a_runtime_fails_at_the_guard_before_the_source(
+        self, root: Path, supervisors: Supervisors, sites: dict[str, Path]
+    ) -> None:
+        """The Kernel guard's own code and token, naming the entrypoint, exit 1.
+
+        The order is proven by the broken source installed beside a good one: discovery
+        would fail with ``worker-task-source-unresolvable``, so the guard ran first; and
+        nothing was launched, published or logged.
+        """
+        http_root(root)
+        supervisor = supervisors(
+            root, "--log-format", "json", env=pythonpath_first(sites["no_runtime"])
+        )
+        assert_failed(
+            supervisor,
+            root,
+            "CORETSIA_RUNTIME_ENTRYPOINT_FAILED: runtime-entrypoint-unavailable"
+            " (entrypoint http.worker)",
+        )
+        assert supervisor.logs == []
+        assert not (root / "var").exists()
+
+    def test_http_with_a_runtime_resolves_its_source_and_runs(
+        self, root: Path, supervisors: Supervisors, sites: dict[str, Path]
+    ) -> None:
+        """With a distribution providing ``http.worker``, the guard passes, the source
+        resolves and the pool serves; the generation freezes the provider."""
+        http_root(root)
+        supervisor = supervisors(root, env=pythonpath_first(sites["third"]))
+        supervisor.wait_running()
+        spec = frozen_spec(root)
+        assert spec["runtime_entrypoint"] == {
+            "name": "http.worker",
+            "provider": "http_runtime:runtime",
+        }
+        assert spec["task_source"] == "thirdparty_source:make_source"
+        wait_for(lambda: len((root / "third-party.log").read_text().split()) == 6)
+        stop(root, supervisor)
+
+    def test_a_queue_pool_uses_coretsias_own_runtime(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
+        """``bg.worker_queue`` is provided by coretsia-supervisor itself."""
+        write_root(root, task_type="queue")
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        assert frozen_spec(root)["runtime_entrypoint"] == {
+            "name": "bg.worker_queue",
+            "provider": "coretsia.supervisor.worker.tasks:serve_tasks",
+        }
+        stop(root, supervisor)
+
+    def test_a_runtime_gone_at_boot_fails_at_the_workers_guard(
+        self, root: Path, supervisors: Supervisors, sites: dict[str, Path]
+    ) -> None:
+        """The workers' own guard (seed 000: again at boot, before readiness) fails the
+        pool with the same error, not as a worker failure, and the source never ran."""
+        http_root(root)
+        env = {**pythonpath_first(sites["third"]), "HTTP_RUNTIME_GONE_IN_WORKERS": "1"}
+        assert_failed(
+            supervisors(root, env=env),
+            root,
+            "CORETSIA_RUNTIME_ENTRYPOINT_FAILED: runtime-entrypoint-unavailable"
+            " (entrypoint http.worker)",
+        )
+        assert not (root / "third-party.log").exists()
 
     def test_two_sources_are_ambiguous(
         self, root: Path, supervisors: Supervisors, sites: dict[str, Path]

@@ -267,9 +267,11 @@ class TestSecondStart:
                 "var/generations/current",
             )
         }
-        second = supervisors(root)
+        second = supervisors(root, "--log-format", "json")
         assert second.finish() == 1
         assert second.error == "CORETSIA_WORKER_ALREADY_RUNNING: worker-already-running"
+        # Refused before the lock was ours: nothing logged reads like a pool starting.
+        assert [log["event"] for log in second.logs] == []
         after = {name: (root / name).read_bytes() for name in before}
         assert after == before
         assert cli(root, "health").returncode == 0

@@ -66,6 +66,8 @@ class TestSeedCatalogue:
             Reason.CONFIG_INVALID,
             Reason.PEER_VERSION_MISMATCH,
             Reason.START_CANCELLED,
+            Reason.PLATFORM_UNSUPPORTED,
+            Reason.RUNTIME_ENTRYPOINT_UNAVAILABLE,
             Reason.GENERATION_DRAINING,
             Reason.GENERATION_UNKILLABLE,
             Reason.CONTAINMENT_FAILED,
@@ -99,16 +101,20 @@ class TestCatalogueShape:
         assert set(REASON_CODES.values()) == set(ErrorCode)
 
     def test_tokens_have_the_worker_prefix(self) -> None:
-        """Every reason token starts with ``worker-`` and is lowercase kebab case."""
+        """Every reason token starts with ``worker-`` (the runtime-entrypoint guard's with
+        ``runtime-``: not a worker failure) and is lowercase kebab case."""
         for reason in Reason:
-            assert reason.value.startswith("worker-")
+            kernel = REASON_CODES[reason] is ErrorCode.RUNTIME_ENTRYPOINT_FAILED
+            assert reason.value.startswith("runtime-" if kernel else "worker-")
             assert reason.value == reason.value.lower()
             assert " " not in reason.value
 
     def test_codes_have_the_coretsia_prefix(self) -> None:
-        """Every code is CORETSIA_WORKER_* in upper case."""
+        """Every code is CORETSIA_WORKER_* in upper case, but the runtime-entrypoint
+        guard's, which seed 000 keeps out of the worker codes."""
         for code in ErrorCode:
-            assert code.value.startswith("CORETSIA_WORKER_")
+            kernel = code is ErrorCode.RUNTIME_ENTRYPOINT_FAILED
+            assert code.value.startswith("CORETSIA_RUNTIME_" if kernel else "CORETSIA_WORKER_")
             assert code.value == code.value.upper()
 
     def test_exit_code_mapping(self) -> None:

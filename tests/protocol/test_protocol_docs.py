@@ -176,7 +176,7 @@ class TestCatalogueInDoc:
 
     def test_catalogue_table_has_no_stale_rows(self) -> None:
         """Every row of the catalogue table is a reason that still exists."""
-        rows = re.findall(r"^\| `CORETSIA_WORKER_\w+` \| `([a-z0-9-]+)` \|", TEXT, re.MULTILINE)
+        rows = re.findall(r"^\| `CORETSIA_\w+` \| `([a-z0-9-]+)` \|", TEXT, re.MULTILINE)
         assert sorted(rows) == sorted(r.value for r in Reason)
 
     @pytest.mark.parametrize("reason", list(HealthReason), ids=[r.value for r in HealthReason])

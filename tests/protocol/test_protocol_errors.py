@@ -20,6 +20,7 @@ from coretsia.worker_protocol.exceptions import (
     LocalProtocolError,
     ProtocolError,
     RemoteProtocolError,
+    RuntimeEntrypointError,
     WorkerAlreadyRunningError,
     WorkerCommunicationFailedError,
     WorkerConfigError,
@@ -44,6 +45,7 @@ CLASSES: list[tuple[type[WorkerError], ErrorCode, type[BaseException]]] = [
     (WorkerConfigError, ErrorCode.CONFIG_INVALID, ValueError),
     (LocalProtocolError, ErrorCode.PROTOCOL_VIOLATION, ValueError),
     (RemoteProtocolError, ErrorCode.PROTOCOL_VIOLATION, ValueError),
+    (RuntimeEntrypointError, ErrorCode.RUNTIME_ENTRYPOINT_FAILED, LookupError),
 ]
 CLASS_IDS = [cls.__name__ for cls, _, _ in CLASSES]
 PLAIN_CODES = {
@@ -63,6 +65,8 @@ def build(reason: Reason) -> WorkerError:
         return WorkerConfigError("worker.count", ConfigRule.OUT_OF_RANGE)
     if code is ErrorCode.PROTOCOL_VIOLATION:
         return RemoteProtocolError(reason, "$.pid")
+    if code is ErrorCode.RUNTIME_ENTRYPOINT_FAILED:
+        return RuntimeEntrypointError("http.worker")
     cls = next(c for c, owned, _ in CLASSES if owned is code)
     return cls(reason)
 

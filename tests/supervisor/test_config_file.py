@@ -168,7 +168,7 @@ def test_no_task_workers_needs_a_process_entry(tmp_path: Path) -> None:
     write_config(tmp_path, "[worker]\nworkers = 0\n")
     config = load_config(tmp_path)  # no entries yet: registration decides
     with pytest.raises(WorkerConfigError) as info:
-        generation_spec(tmp_path, config)
+        generation_spec(tmp_path, config, None)
     assert (info.value.key, info.value.rule) == ("worker.workers", ConfigRule.OUT_OF_RANGE)
     write_config(tmp_path, "[worker]\nworkers = 0\nprocess_modules = ['jobs']\n")
     assert load_config(tmp_path).processes.process_modules == ("jobs",)

@@ -63,6 +63,13 @@ def contract_argv(
     return build
 
 
+QUEUE_RUNTIME = {
+    "name": "bg.worker_queue",
+    "provider": "coretsia.supervisor.worker.tasks:serve_tasks",
+}
+"""What ``start`` freezes for a queue pool: the runtime entrypoint Coretsia provides."""
+
+
 def launch_spec(**overrides: object) -> dict[str, object]:
     """A generation spec the launcher accepts (task source ``sources:blocking``), with
     ``overrides`` applied."""
@@ -70,6 +77,7 @@ def launch_spec(**overrides: object) -> dict[str, object]:
         "workers": 2,
         "max_requests": 1000,
         "task_type": "queue",
+        "runtime_entrypoint": QUEUE_RUNTIME,
         "task_source": "sources:blocking",
         "app_path": ["apps"],
         "driver": "auto",

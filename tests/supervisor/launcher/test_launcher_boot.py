@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from launcher_harness import WAIT, Launcher, launch_spec, read_line
+from launcher_harness import QUEUE_RUNTIME, WAIT, Launcher, launch_spec, read_line
 
 from coretsia.supervisor.generation import publish
 from coretsia.worker_protocol.worker_channel import Ready
@@ -60,9 +60,12 @@ def quickstart(tmp_path: Path) -> Path:
 def test_quickstart_example_boots_and_works(quickstart: Path) -> None:
     from coretsia.sources.sqlite_queue import SqliteQueue
     from coretsia.supervisor.config import load_config
+    from coretsia.supervisor.runtime_guard import resolve_runtime_entrypoint
     from coretsia.supervisor.task_sources import generation_spec
 
-    publish(quickstart, generation_spec(quickstart, load_config(quickstart)))
+    runtime = resolve_runtime_entrypoint("queue")
+    assert runtime == QUEUE_RUNTIME  # what coretsia-supervisor's own entry point provides
+    publish(quickstart, generation_spec(quickstart, load_config(quickstart), runtime))
     with SqliteQueue(str(quickstart / "var/queue.sqlite3")) as queue:
         queue.enqueue(["hello"])
     with Launcher(quickstart, slot=0) as launcher:

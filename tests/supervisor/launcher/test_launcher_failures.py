@@ -8,7 +8,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from launcher_harness import WAIT, Launcher, assert_quiet, launch, launch_spec, recorded_calls
+from launcher_harness import (
+    QUEUE_RUNTIME,
+    WAIT,
+    Launcher,
+    assert_quiet,
+    launch,
+    launch_spec,
+    recorded_calls,
+)
 
 from coretsia.supervisor.generation import publish
 from coretsia.worker_protocol.catalogue import Reason
@@ -124,6 +132,31 @@ def test_spec_the_launcher_cannot_use_is_a_boot_failure(
     outcome = launch(root)
     assert (outcome.code, outcome.frames) == (1, [Failed(Reason.CHILD_START_FAILED)])
     assert_quiet(outcome)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        None,
+        {"name": "http.worker", "provider": QUEUE_RUNTIME["provider"]},
+        {"name": "bg.worker_queue", "provider": "no_such_runtime:runtime"},
+        {"name": "bg.worker_queue", "provider": None},
+    ],
+    ids=["none", "another-entrypoint", "provider-gone", "provider-not-a-target"],
+)
+def test_runtime_entrypoint_guard_before_the_task_source(
+    root: Path, record: dict[str, object] | None
+) -> None:
+    """The boot's guard fails with the Kernel's own token, before the source is built.
+
+    ``sources:not_ready`` logs its ``assert_ready``: nothing logged means the task source
+    was never resolved (seed 000: the guard comes before the source and before ready).
+    """
+    publish(root, launch_spec(task_source="sources:not_ready", runtime_entrypoint=record))
+    outcome = launch(root)
+    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.RUNTIME_ENTRYPOINT_UNAVAILABLE)])
+    assert_quiet(outcome)
+    assert recorded_calls(root) == []
 
 
 def test_debug_writes_the_traceback_to_stderr(root: Path) -> None:

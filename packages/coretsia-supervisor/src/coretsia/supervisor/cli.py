@@ -16,6 +16,7 @@ import os
 import sys
 
 from coretsia.supervisor import output
+from coretsia.supervisor.platforms import UNTESTED, require_supported_platform
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.exceptions import (
     WorkerAlreadyRunningError,
@@ -139,12 +140,18 @@ def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> None:
     """Validate, resolve and run the pool until it is stopped (``start`` after the checks)."""
     from coretsia.supervisor.config import load_config
     from coretsia.supervisor.drivers import resolve_driver, resolve_transport
+    from coretsia.supervisor.runtime_guard import resolve_runtime_entrypoint
     from coretsia.supervisor.task_sources import generation_spec
 
     config = load_config(root, args.config)
-    resolve_driver(config.worker.driver)  # the seed's order: an unavailable driver before discovery
+    # The seed's order: the runtime-entrypoint guard right after the pool spec, then an
+    # unavailable driver or transport, and only then discovery (once, never in a worker).
+    runtime = (
+        resolve_runtime_entrypoint(config.worker.task_type.value) if config.worker.workers else None
+    )
+    resolve_driver(config.worker.driver)
     resolve_transport(config.control.transport)
-    spec = generation_spec(root, config)  # discovery happens here, once, never in a worker
+    spec = generation_spec(root, config, runtime)
 
     from coretsia.supervisor.runner import run_supervisor
 
@@ -220,12 +227,20 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    """Refuse a platform that runs no pool, then parse and run the command; its status."""
+    try:
+        support = require_supported_platform()  # first: before anything is read or run
+    except WorkerError as exc:
+        output.error(exc)
+        return int(exc.exit_code)
     args = _plain_args(sys.argv[1:] if argv is None else argv)
     if args is None:
         from coretsia.supervisor.parser import build_parser
 
         args = build_parser().parse_args(argv)
     command, catch_all = COMMANDS[args.command]
+    if args.command == "start" and support == UNTESTED:
+        output.warning("no test has run on this platform; see docs/reliability.md")
     try:
         return command(args)
     except WorkerError as exc:

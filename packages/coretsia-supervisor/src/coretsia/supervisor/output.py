@@ -2,9 +2,10 @@
 
 Redaction lives here, in one place: a summary may carry only seed 000's safe fields, and
 an error only its ``CODE: reason-token`` (plus, for configuration errors, the key and the
-rule). Anything else is a programming error caught by :func:`summary`. Commands write
-through this module and nowhere else; it imports nothing beyond the standard library so
-that the probe commands stay fast.
+rule; for a runtime-entrypoint failure, the entrypoint's fixed id). Anything else is a
+programming error caught by :func:`summary`. Commands write through this module and
+nowhere else; it imports nothing beyond the standard library so that the probe commands
+stay fast.
 """
 
 from __future__ import annotations
@@ -12,7 +13,11 @@ from __future__ import annotations
 import json
 import sys
 
-from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerError
+from coretsia.worker_protocol.exceptions import (
+    RuntimeEntrypointError,
+    WorkerConfigError,
+    WorkerError,
+)
 from coretsia.worker_protocol.vocabulary import SAFE_FIELDS
 
 # Not ``from typing import ...``: the probe commands pay for every import at every probe;
@@ -105,10 +110,13 @@ def _text(fields: Fields) -> str:
 
 
 def error(exc: WorkerError) -> None:
-    """Print a failure as ``CODE: reason-token`` on stderr (and key/rule for config)."""
+    """Print a failure as ``CODE: reason-token`` on stderr (and key/rule for config, the
+    entrypoint for a runtime entrypoint)."""
     line = str(exc)
     if isinstance(exc, WorkerConfigError):
         line += f" (key {exc.key}, rule {exc.rule.value})"
+    elif isinstance(exc, RuntimeEntrypointError):
+        line += f" (entrypoint {exc.entrypoint})"
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
 

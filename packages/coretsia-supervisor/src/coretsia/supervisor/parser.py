@@ -22,8 +22,57 @@ DESCRIPTION = (
 EPILOG = (
     "exit codes: 0 ok (running, healthy, stopped); 1 failure (pool failed, unhealthy); "
     "2 usage; 3 not running; 4 status unknown (communication failure); "
-    "6 configuration invalid."
+    "6 configuration invalid. Each command's --help lists the ones it returns."
 )
+
+_USAGE = (2, "usage: a bad command line")
+_NO_ROOT = (6, "--root is not a directory")
+_PROBE_CODES = (
+    (3, "not running: no generation holds the root's lock"),
+    (4, "status unknown: the lock is held but the supervisor cannot be reached or trusted"),
+)
+
+COMMAND_EXIT_CODES: dict[str, tuple[tuple[int, str], ...]] = {
+    "start": (
+        (0, "the pool ran and stopped cleanly"),
+        (
+            1,
+            "the pool failed or could not start (already running, a runtime entrypoint "
+            "unavailable, this platform runs no pool...)",
+        ),
+        _USAGE,
+        (6, "configuration invalid (an unavailable driver included), or --root is not a directory"),
+    ),
+    "stop": (
+        (0, "stopped: every worker gone, the lock free"),
+        (1, "the shutdown failed, or a killed generation is still draining"),
+        _USAGE,
+        *_PROBE_CODES,
+        _NO_ROOT,
+    ),
+    "status": (
+        (0, "a supervisor answered"),
+        (1, "a killed generation is still draining"),
+        _USAGE,
+        *_PROBE_CODES,
+        _NO_ROOT,
+    ),
+    "health": (
+        (0, "healthy"),
+        (1, "unhealthy, or a killed generation is still draining"),
+        _USAGE,
+        *_PROBE_CODES,
+        _NO_ROOT,
+    ),
+}
+"""Every exit status each command can end with, shown by its ``--help`` (and the man
+page); ``docs/operations.md``'s exit-code table says the same (a test compares them).
+Any command also ends with 1 on a platform that runs no pool."""
+
+
+def _epilog(command: str) -> str:
+    codes = "; ".join(f"{code} {meaning}" for code, meaning in COMMAND_EXIT_CODES[command])
+    return f"exit codes: {codes}."
 
 
 def _add_root(sub: argparse.ArgumentParser) -> None:
@@ -51,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     start = commands.add_parser(
         "start",
+        epilog=_epilog("start"),
         help="start the pool in the foreground and supervise it until it is stopped",
         description="Validate the configuration, claim the generation lock, spawn every "
         "worker, wait until all are ready, then serve status/health/stop until shutdown.",
@@ -71,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     stop = commands.add_parser(
         "stop",
+        epilog=_epilog("stop"),
         help="stop the running pool and wait until every worker is gone",
         description="Ask the running supervisor to stop; returns after the terminal "
         "'stopped' answer, when every worker has exited and the lock is free.",
@@ -80,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     status = commands.add_parser(
         "status",
+        epilog=_epilog("status"),
         help="print the live state of the pool (exit 0 running, 3 not running)",
         description="Ask the running supervisor for its live state. Finds it through the "
         "lock and the private locator only; never reads the configuration.",
@@ -89,6 +141,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     health = commands.add_parser(
         "health",
+        epilog=_epilog("health"),
         help="print whether the pool is healthy (exit 0 healthy, 1 unhealthy)",
         description="Healthy means running, every worker ready, no failure pending.",
     )

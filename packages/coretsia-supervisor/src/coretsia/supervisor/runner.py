@@ -16,6 +16,7 @@ from coretsia.supervisor.config import PoolConfig
 from coretsia.supervisor.containment import resolve_containment
 from coretsia.supervisor.drivers import resolve_driver, resolve_transport
 from coretsia.supervisor.guardian_process import without_service_manager
+from coretsia.supervisor.platforms import require_supported_platform
 from coretsia.supervisor.process.ipc_resources import require_ipc
 from coretsia.supervisor.runtime_files import runtime_dirs
 from coretsia.worker_protocol.lifecycle import RUNTIME_DIR
@@ -52,6 +53,7 @@ def run_supervisor(
     SIGTERM and SIGINT and forwards its stop), may be in any thread, and never speaks to
     a service manager (the host is the service: its own ``NOTIFY_SOCKET`` is not ours).
     """
+    require_supported_platform()  # ProcessManager.start() comes here without the CLI
     driver = resolve_driver(config.worker.driver)
     transport = resolve_transport(config.control.transport)
     containment = resolve_containment(config.worker.containment)

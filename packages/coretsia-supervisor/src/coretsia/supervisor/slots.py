@@ -36,6 +36,7 @@ from coretsia.supervisor.respawn import RespawnPolicy
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import (
     ProtocolError,
+    RuntimeEntrypointError,
     WorkerError,
     WorkerLifecycleFailedError,
     WorkerStartFailedError,
@@ -44,6 +45,7 @@ from coretsia.worker_protocol.exceptions import (
 from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.internal.guardian import Spawn
 from coretsia.worker_protocol.internal.runtime.logs import event
+from coretsia.worker_protocol.runtime_entrypoints import entrypoint_for
 from coretsia.worker_protocol.vocabulary import PoolStatus
 from coretsia.worker_protocol.worker_channel import (
     Failed,
@@ -141,6 +143,7 @@ class Slots:
             processes.restart_backoff_max_ms / 1000,
         )
         self._start_timeout_s = config.budgets.start_timeout_ms / 1000
+        self._entrypoint = entrypoint_for(config.worker.task_type.value)
         self._heartbeat_timeout_s = config.budgets.heartbeat_timeout_ms / 1000
         self._artifact_root = artifact_root
         self._on_ready = on_ready
@@ -245,7 +248,10 @@ class Slots:
             # Seed 003: a returning or failing entry is replaced; only a first boot that
             # never became ready fails the start, as a task worker's would.
             return await self._replace(slot, exit_kind)
-        if slot.failed_reason is not None:
+        if slot.failed_reason is Reason.RUNTIME_ENTRYPOINT_UNAVAILABLE:
+            # The boot's guard: the Kernel's failure, named for this pool's entrypoint.
+            self._pool.fail(RuntimeEntrypointError(self._entrypoint))
+        elif slot.failed_reason is not None:
             self._pool.fail(error_for(slot.failed_reason))
         elif self._pool.status is PoolStatus.STARTING:
             self._pool.fail(WorkerStartFailedError(Reason.CHILD_START_FAILED))

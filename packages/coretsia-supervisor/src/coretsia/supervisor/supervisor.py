@@ -174,13 +174,6 @@ class Supervisor:
     async def _start(self, life: trio.Nursery) -> None:
         config = self._config
         pool = self._pool
-        event(
-            "pool.starting",
-            worker_count=len(pool.slots),
-            driver=pool.driver.value,
-            control_transport=pool.transport.value,
-            containment=pool.containment.value,
-        )
         slots = await self._open(life)
         for slot in pool.slots:
             await life.start(slots.keep, slot)
@@ -223,6 +216,15 @@ class Supervisor:
         with trio.CancelScope(shield=True):
             link = await GuardianLink.launch(self._root, hello, guardian_env(self._environ))
             self._link = link
+            # Only now, with the lock ours: a refused start (already running, draining)
+            # must log nothing that reads like a pool starting.
+            event(
+                "pool.starting",
+                worker_count=len(self._pool.slots),
+                driver=self._pool.driver.value,
+                control_transport=self._pool.transport.value,
+                containment=self._pool.containment.value,
+            )
             life.start_soon(self._guardian.follow, link)
             self._files.make_dirs()
             ipc = self._ipc.open()  # under the lock; the generation records where it is

@@ -120,14 +120,18 @@ def resolve_hooks(config: PoolConfig) -> dict[str, list[str]]:
     return hooks
 
 
-def generation_spec(root: Path, config: PoolConfig) -> dict[str, object]:
+def generation_spec(
+    root: Path, config: PoolConfig, runtime: dict[str, str] | None
+) -> dict[str, object]:
     """The generation snapshot: the validated config with discovery already resolved.
 
-    Task workers get their source and hooks; ``[[process]]`` tables and
-    ``process_modules`` are registered on a process registry with the manager's own
-    rules, and its snapshot is frozen as ``processes``.
+    Task workers get the runtime entrypoint the guard resolved (``runtime``, see
+    :mod:`coretsia.supervisor.runtime_guard`; None without task workers), their source
+    and hooks; ``[[process]]`` tables and ``process_modules`` are registered on a process
+    registry with the manager's own rules, and its snapshot is frozen as ``processes``.
     """
     spec = config.to_generation_dict()
+    spec["runtime_entrypoint"] = runtime
     workers = config.worker.workers
     if workers:
         spec["task_source"] = resolve_task_source(config)

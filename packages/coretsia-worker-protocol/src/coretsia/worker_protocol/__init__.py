@@ -50,6 +50,9 @@ if TYPE_CHECKING:
     from coretsia.worker_protocol.exceptions import ProtocolError as ProtocolError
     from coretsia.worker_protocol.exceptions import RemoteProtocolError as RemoteProtocolError
     from coretsia.worker_protocol.exceptions import (
+        RuntimeEntrypointError as RuntimeEntrypointError,
+    )
+    from coretsia.worker_protocol.exceptions import (
         WorkerAlreadyRunningError as WorkerAlreadyRunningError,
     )
     from coretsia.worker_protocol.exceptions import (
@@ -70,6 +73,12 @@ if TYPE_CHECKING:
     from coretsia.worker_protocol.locator import Locator as Locator
     from coretsia.worker_protocol.locator import decode_locator as decode_locator
     from coretsia.worker_protocol.locator import encode_locator as encode_locator
+    from coretsia.worker_protocol.runtime_entrypoints import (
+        RUNTIME_ENTRYPOINT_GROUP as RUNTIME_ENTRYPOINT_GROUP,
+    )
+    from coretsia.worker_protocol.runtime_entrypoints import (
+        TASK_TYPE_ENTRYPOINTS as TASK_TYPE_ENTRYPOINTS,
+    )
     from coretsia.worker_protocol.state import PoolState as PoolState
     from coretsia.worker_protocol.state import decode_state as decode_state
     from coretsia.worker_protocol.state import encode_state as encode_state
@@ -116,6 +125,7 @@ _HOMES = {
         "LocalProtocolError",
         "ProtocolError",
         "RemoteProtocolError",
+        "RuntimeEntrypointError",
         "WorkerAlreadyRunningError",
         "WorkerCommunicationFailedError",
         "WorkerConfigError",
@@ -128,6 +138,7 @@ _HOMES = {
     "exit_codes": ("ExitCode",),
     "framing": ("LineFramer", "MAX_FRAME_BYTES", "Need"),
     "locator": ("Locator", "decode_locator", "encode_locator"),
+    "runtime_entrypoints": ("RUNTIME_ENTRYPOINT_GROUP", "TASK_TYPE_ENTRYPOINTS"),
     "state": ("PoolState", "decode_state", "encode_state"),
     "vocabulary": (
         "ControlCommand",

@@ -16,7 +16,13 @@ generation's processes still hold the fence) and ``worker-generation-unkillable`
 killed generation left behind cannot be killed); and four lifecycle failures, the hook
 failures ``worker-task-hook-failed`` and ``worker-task-reset-failed``,
 ``worker-restart-intensity-exceeded`` (process entries, beyond seed 003: off by default)
-and ``worker-containment-failed`` (the containment level could not be set up).
+and ``worker-containment-failed`` (the containment level could not be set up); and
+``worker-platform-unsupported`` (a platform no pool can run on).
+
+One code is not a worker code at all: seed 000's runtime-entrypoint guard is the
+Kernel's, whose failures "must not be reclassified as worker exceptions", so
+``CORETSIA_RUNTIME_ENTRYPOINT_FAILED: runtime-entrypoint-unavailable`` keeps a code and a
+token of its own (:mod:`coretsia.worker_protocol.runtime_entrypoints`).
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ class ErrorCode(str, enum.Enum):
     NOT_RUNNING = "CORETSIA_WORKER_NOT_RUNNING"
     CONFIG_INVALID = "CORETSIA_WORKER_CONFIG_INVALID"
     PROTOCOL_VIOLATION = "CORETSIA_WORKER_PROTOCOL_VIOLATION"
+    RUNTIME_ENTRYPOINT_FAILED = "CORETSIA_RUNTIME_ENTRYPOINT_FAILED"
 
 
 class Reason(str, enum.Enum):
@@ -62,6 +69,7 @@ class Reason(str, enum.Enum):
     SIGNAL_HANDLING_UNAVAILABLE = "worker-signal-handling-unavailable"
     PEER_VERSION_MISMATCH = "worker-peer-version-mismatch"
     START_CANCELLED = "worker-start-cancelled"
+    PLATFORM_UNSUPPORTED = "worker-platform-unsupported"
     # CORETSIA_WORKER_LIFECYCLE_FAILED
     LIFECYCLE_FAILED = "worker-lifecycle-failed"
     INVALID_STATE = "worker-invalid-state"
@@ -104,6 +112,8 @@ class Reason(str, enum.Enum):
     FRAME_UNKNOWN_TYPE = "worker-frame-unknown-type"
     FRAME_UNEXPECTED = "worker-frame-unexpected"
     FRAME_TRUNCATED = "worker-frame-truncated"
+    # CORETSIA_RUNTIME_ENTRYPOINT_FAILED (the seed's Kernel guard, not a worker failure)
+    RUNTIME_ENTRYPOINT_UNAVAILABLE = "runtime-entrypoint-unavailable"
 
 
 class HealthReason(str, enum.Enum):
@@ -153,6 +163,7 @@ REASON_CODES: Final[dict[Reason, ErrorCode]] = {
             Reason.SIGNAL_HANDLING_UNAVAILABLE,
             Reason.PEER_VERSION_MISMATCH,
             Reason.START_CANCELLED,
+            Reason.PLATFORM_UNSUPPORTED,
         ),
         ErrorCode.START_FAILED,
     ),
@@ -187,6 +198,7 @@ REASON_CODES: Final[dict[Reason, ErrorCode]] = {
         (r for r in Reason if r.value.startswith("worker-frame-")),
         ErrorCode.PROTOCOL_VIOLATION,
     ),
+    Reason.RUNTIME_ENTRYPOINT_UNAVAILABLE: ErrorCode.RUNTIME_ENTRYPOINT_FAILED,
 }
 
 #: The exit status a command ends with when it fails with this code.
@@ -199,6 +211,7 @@ EXIT_CODES: Final[dict[ErrorCode, ExitCode]] = {
     ErrorCode.NOT_RUNNING: ExitCode.NOT_RUNNING,
     ErrorCode.CONFIG_INVALID: ExitCode.CONFIG_INVALID,
     ErrorCode.PROTOCOL_VIOLATION: ExitCode.UNKNOWN,
+    ErrorCode.RUNTIME_ENTRYPOINT_FAILED: ExitCode.FAILURE,
 }
 
 #: What each reason means to an operator: the likely cause, then what to do.
@@ -224,6 +237,8 @@ EXPLANATIONS: Final[dict[Reason, str]] = {
     "version; reinstall them together",
     Reason.START_CANCELLED: "a stop (signal or stop command) arrived before every worker was "
     "ready; the pool was shut down without ever running",
+    Reason.PLATFORM_UNSUPPORTED: "no pool runs on this platform (Windows, or no fork and "
+    "exec); Linux is supported and tested, macOS and other POSIX systems run untested",
     Reason.LIFECYCLE_FAILED: "the supervisor failed for an unexpected reason",
     Reason.INVALID_STATE: "an invalid state or value was met (for example an invalid task_type)",
     Reason.TASK_SOURCE_TERMINATED: "receive() returned None outside shutdown",
@@ -272,4 +287,7 @@ EXPLANATIONS: Final[dict[Reason, str]] = {
     Reason.FRAME_UNEXPECTED: "a frame came out of the order the conversation allows (the "
     "peer sent it, or this side was asked to send it)",
     Reason.FRAME_TRUNCATED: "the peer closed the stream in the middle of a frame",
+    Reason.RUNTIME_ENTRYPOINT_UNAVAILABLE: "no installed distribution provides the runtime "
+    "entrypoint of the pool's task_type (queue: bg.worker_queue, http: http.worker); "
+    "install one that does, or change task_type",
 }

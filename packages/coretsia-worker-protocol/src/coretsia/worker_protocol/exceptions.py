@@ -34,6 +34,7 @@ __all__ = [
     "LocalProtocolError",
     "ProtocolError",
     "RemoteProtocolError",
+    "RuntimeEntrypointError",
     "WorkerAlreadyRunningError",
     "WorkerCommunicationFailedError",
     "WorkerConfigError",
@@ -137,6 +138,25 @@ class WorkerConfigError(WorkerError, ValueError):
         return (type(self), (self.key, self.rule))
 
 
+class RuntimeEntrypointError(WorkerError, LookupError):
+    """Raised when no installed distribution provides the pool's runtime entrypoint.
+
+    Seed 000's Kernel guard failure: its own code
+    (``CORETSIA_RUNTIME_ENTRYPOINT_FAILED``), never a worker code. ``entrypoint`` names the
+    missing runtime entrypoint (``http.worker``), a fixed id of
+    :mod:`coretsia.worker_protocol.runtime_entrypoints`, never configuration.
+    """
+
+    code = ErrorCode.RUNTIME_ENTRYPOINT_FAILED
+
+    def __init__(self, entrypoint: str) -> None:
+        super().__init__(Reason.RUNTIME_ENTRYPOINT_UNAVAILABLE)
+        self.entrypoint: str = entrypoint if _SAFE_KEY.fullmatch(entrypoint) else "<unprintable>"
+
+    def __reduce__(self) -> tuple[type[WorkerError], tuple[str]]:  # type: ignore[override]
+        return (type(self), (self.entrypoint,))
+
+
 class ProtocolError(WorkerError, ValueError):
     """A frame broke the protocol. Abstract: raise its local or remote subclass.
 
@@ -184,8 +204,9 @@ def error_for(reason: Reason) -> WorkerError:
     """Build the exception of the right class for a reason token.
 
     Used where a reason arrives as data (an error response, a worker's terminal frame).
-    Configuration and protocol reasons need their extra fields and are mapped to the
-    catch-all start or communication failure instead.
+    Configuration, protocol and runtime-entrypoint reasons need their extra fields and are
+    mapped to the catch-all communication failure instead (a worker's entrypoint failure
+    is rebuilt by the supervisor, which knows the pool's task type).
     """
     code = REASON_CODES[Reason(reason)]
     cls = _BY_CODE.get(code)

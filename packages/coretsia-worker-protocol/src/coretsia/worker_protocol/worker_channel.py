@@ -46,7 +46,10 @@ if TYPE_CHECKING:
 WORKER_CHANNEL_VERSION: Final = 1
 """The version every worker-channel frame carries."""
 
-_WORKER_CODES: Final = frozenset({ErrorCode.START_FAILED, ErrorCode.LIFECYCLE_FAILED})
+_WORKER_CODES: Final = frozenset(
+    {ErrorCode.START_FAILED, ErrorCode.LIFECYCLE_FAILED, ErrorCode.RUNTIME_ENTRYPOINT_FAILED}
+)
+"""What a ``failed`` frame may say: a boot or run failure, or the boot's entrypoint guard."""
 
 MAX_ERROR_TYPE_LEN: Final = 128
 """The longest class name a ``task-failed`` frame carries."""

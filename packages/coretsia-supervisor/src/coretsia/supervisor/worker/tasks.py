@@ -1,5 +1,5 @@
-"""A task worker's boot: resolve the hooks and the task source, report ready, hand over
-to the loop.
+"""A task worker's boot: check the runtime entrypoint, resolve the hooks and the task
+source, report ready, hand over to the loop.
 
 The hooks and the source are the generation's frozen ``module:attr`` targets (resolved
 at ``start``: a worker never discovers anything); the source's factory is called with a
@@ -86,12 +86,14 @@ def serve_tasks(
     max_requests: int,
 ) -> int:
     """Resolve the task source, report ready, run the sequential loop."""
+    from coretsia.supervisor.runtime_guard import check_runtime_entrypoint
     from coretsia.supervisor.worker.channel import Retirement
     from coretsia.supervisor.worker.loop import work
 
     task_type = spec.get("task_type")
     if task_type not in ("queue", "http"):
         raise failure("CHILD_START_FAILED")
+    check_runtime_entrypoint(str(task_type), spec.get("runtime_entrypoint"))  # seed 000's order
     options = spec.get("source_options", {})
     if not isinstance(options, dict):
         raise failure("CHILD_START_FAILED")
