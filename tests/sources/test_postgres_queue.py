@@ -35,7 +35,8 @@ def open_queue(pg_dsn: str) -> Iterator[Callable[..., PostgresQueue]]:
 def wait_expired(queue: PostgresQueue) -> None:
     """Until the first lease's expiry (the server's clock) has passed; bounded."""
     left = queue.next_expiry()
-    assert left is not None and left <= LEASE_MS / 1000
+    assert left is not None
+    assert left <= LEASE_MS / 1000
     time.sleep(left + 0.01)
     assert queue.next_expiry() == 0.0
 
@@ -70,11 +71,13 @@ def test_a_failed_attempt_is_retried_until_max_attempts(open_queue) -> None:
     assert queue.claim("gen-a", LEASE_MS) is None
     (failed,) = queue.failed()
     assert (failed.id, failed.attempts, failed.last_error) == (1, 3, "ValueError")
-    assert failed.settled_at is not None and abs(failed.settled_at - time.time()) < 60
+    assert failed.settled_at is not None
+    assert abs(failed.settled_at - time.time()) < 60
     assert queue.retry([1, 7]) == (1, (7,), ())
     assert queue.retry("all") == (0, (), ())
     again = queue.claim("gen-a", LEASE_MS)
-    assert again is not None and again.attempts == 0
+    assert again is not None
+    assert again.attempts == 0
     queue.ack(again)
     assert queue.purge("done") == 1
     assert queue.stats() == {"pending": 0, "in_flight": 0, "done": 0, "failed": 0}
@@ -89,7 +92,8 @@ def test_an_expired_lease_comes_back_as_an_interrupted_attempt(open_queue) -> No
     wait_expired(queue)
     assert queue.reap(3) == 1
     again = queue.claim("live-pool", LEASE_MS)
-    assert again is not None and (again.id, again.attempts) == (lost.id, 1)
+    assert again is not None
+    assert (again.id, again.attempts) == (lost.id, 1)
     with pytest.raises(LeaseLostError):
         queue.ack(lost)  # the dead holder's token no longer settles it
     queue.ack(again)
@@ -127,7 +131,8 @@ def test_a_claim_skips_a_locked_row_without_waiting(open_queue, pg_dsn: str) -> 
         started = time.monotonic()
         message = queue.claim("gen-a", LEASE_MS)
         assert time.monotonic() - started < 1.0
-    assert message is not None and message.payload == "free"
+    assert message is not None
+    assert message.payload == "free"
 
 
 def test_queues_in_one_database_are_apart(open_queue) -> None:
@@ -168,7 +173,8 @@ def test_errors_never_show_the_connection_string(pg_server: PgServer) -> None:
     with pytest.raises(QueueError) as caught:
         PostgresQueue(dsn)
     assert str(caught.value) == "cannot use the queue database: the connection failed"
-    assert caught.value.__cause__ is None and caught.value.__suppress_context__
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__
     assert "no_such_database" not in repr(caught.value)
 
 
