@@ -126,6 +126,7 @@ def test_a_renewed_lease_outlives_its_timeout(open_queue) -> None:
 def test_a_claim_skips_a_locked_row_without_waiting(open_queue, pg_dsn: str) -> None:
     queue = open_queue()
     queue.enqueue(["locked", "free"])
+    queue._conn.execute("SET lock_timeout = '2s'")  # a claim that waited would fail, bounded
     with psycopg.connect(pg_dsn) as other, other.transaction():
         other.execute("SELECT id FROM coretsia_queue_messages WHERE id = 1 FOR UPDATE")
         started = time.monotonic()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -48,8 +50,15 @@ def producer(pg_dsn: str) -> Iterator[PostgresQueue]:
         yield queue
 
 
-def received(source: PostgresSource) -> PostgresTask:
-    task = source.receive()
+def received(source: PostgresSource, within: float = 5) -> PostgresTask:
+    """The next task, which must come ``within`` seconds: a stop is requested then, so a
+    receive that would wait for ever returns None and fails the test instead."""
+    deadline = threading.Timer(within, source._context.stop)
+    deadline.start()
+    try:
+        task = source.receive()
+    finally:
+        deadline.cancel()
     assert isinstance(task, PostgresTask)
     return task
 
@@ -134,16 +143,12 @@ def test_an_idle_receive_wakes_for_new_work_and_for_a_stop(
     build, producer: PostgresQueue, make_context: Callable[..., Any]
 ) -> None:
     source = build()
-    got: list[object] = []
-    waiter = threading.Thread(target=lambda: got.append(source.receive()))
-    waiter.start()
+    feeder = threading.Timer(0.3, producer.enqueue, (["late"],))
+    feeder.start()
     started = time.monotonic()
-    producer.enqueue(["late"])
-    waiter.join(5)
-    assert not waiter.is_alive()
+    task = received(source)
     assert time.monotonic() - started < 2  # woken by the notification, not a timer
-    (task,) = got
-    assert isinstance(task, PostgresTask)
+    feeder.join()
     task.complete(None)
 
     context = source._context
@@ -164,7 +169,7 @@ def test_a_dead_holders_lease_wakes_an_idle_worker_when_it_expires(
     assert dead is not None
     source = build()
     started = time.monotonic()
-    task = received(source)
+    task = received(source, within=3)
     waited = time.monotonic() - started
     assert (task.message.id, task.attempt) == (dead.id, 2)
     assert waited < 3
@@ -198,3 +203,17 @@ def test_an_unreachable_server_is_not_ready_and_says_nothing_of_it(
         assert caught.value.__cause__ is None
     finally:
         source.close()
+
+
+def test_the_supervisors_import_and_check_leave_psycopg_alone() -> None:
+    """``start`` imports the entry point and checks the options: no driver is loaded."""
+    code = (
+        "import sys\n"
+        "from coretsia.sources.postgres_source import make_source\n"
+        "make_source.check_options({'handler': 'm:f', 'dsn': 'postgresql:///x'})\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'sqlite3')))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout == "[]\n"
