@@ -8,7 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -18,6 +18,9 @@ from coretsia.sources.postgres_source import check_options, make_source
 from coretsia.sources.sqlite_queue import QueueError
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.task_source import TaskSourceOptionError
+
+if TYPE_CHECKING:  # conftest is not an importable module; the type is for readers
+    from .conftest import FakeContext
 
 LEASE_MS = 300
 
@@ -53,7 +56,8 @@ def producer(pg_dsn: str) -> Iterator[PostgresQueue]:
 def received(source: PostgresSource, within: float = 5) -> PostgresTask:
     """The next task, which must come ``within`` seconds: a stop is requested then, so a
     receive that would wait for ever returns None and fails the test instead."""
-    deadline = threading.Timer(within, source._context.stop)
+    context = cast("FakeContext", source._context)
+    deadline = threading.Timer(within, context.stop)
     deadline.start()
     try:
         task = source.receive()
@@ -151,12 +155,15 @@ def test_an_idle_receive_wakes_for_new_work_and_for_a_stop(
     feeder.join()
     task.complete(None)
 
-    context = source._context
+    context = cast("FakeContext", source._context)
     stopper = threading.Timer(0.2, context.stop)
+    fallback = threading.Timer(5, producer.enqueue, (["unblock"],))  # bounds a deaf receive
     stopper.start()
+    fallback.start()
     started = time.monotonic()
     assert source.receive() is None
     assert time.monotonic() - started < 2
+    fallback.cancel()
     stopper.join()
 
 
