@@ -297,7 +297,8 @@ def bench_peers(session: nox.Session) -> None:
 
 @nox.session
 def manpages(session: nox.Session) -> None:
-    """Generate man/coretsia-supervisor.1 from the CLI's own argparse parser."""
+    """Generate man/coretsia-supervisor.1, coretsia-queue.1 and coretsia-sqlite-queue.1 from
+    the commands' own argparse parsers."""
     _sync(session, "--all-packages")
     (ROOT / "man").mkdir(exist_ok=True)
     # A fixed date makes the page reproducible: the last commit's time, else VERSION's mtime.
@@ -324,3 +325,19 @@ def manpages(session: nox.Session) -> None:
         "--output", str(ROOT / "man" / "coretsia-supervisor.1"),
         env={"SOURCE_DATE_EPOCH": epoch},
     )  # fmt: skip
+    for prog, function, summary in (
+        ("coretsia-queue", "queue_parser", "operate a Coretsia queue, SQLite or PostgreSQL"),
+        ("coretsia-sqlite-queue", "sqlite_parser", "operate a Coretsia SQLite queue"),
+    ):
+        session.run(
+            "argparse-manpage",
+            "--module", "coretsia.sources._queue_parser",
+            "--function", function,
+            "--prog", prog,
+            "--project-name", "Coretsia Worker",
+            "--version", VERSION,
+            "--description", summary,
+            "--manual-title", "Coretsia Worker Manual",
+            "--output", str(ROOT / "man" / f"{prog}.1"),
+            env={"SOURCE_DATE_EPOCH": epoch},
+        )  # fmt: skip

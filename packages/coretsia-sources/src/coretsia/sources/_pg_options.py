@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final, NamedTuple
 
+from coretsia.sources._pg_names import DEFAULT_QUEUE, valid_queue_name
 from coretsia.sources._source_common import (
     COMMON_OPTIONS,
     SourceOptionError,
@@ -20,13 +21,6 @@ from coretsia.sources._source_common import (
 )
 from coretsia.worker_protocol.catalogue import ConfigRule
 
-DEFAULT_QUEUE: Final = "default"
-MAX_QUEUE_NAME: Final = 40
-"""A queue name's longest length: its channel (``coretsia_queue.<name>``) must stay an
-identifier of at most 63 bytes."""
-QUEUE_NAME_CHARS: Final = frozenset(
-    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-"
-)
 DEFAULT_LEASE_TIMEOUT_MS: Final = 30_000
 MIN_LEASE_TIMEOUT_MS: Final = 100
 MAX_LEASE_TIMEOUT_MS: Final = 86_400_000
@@ -43,13 +37,6 @@ class PostgresOptions(NamedTuple):
     max_attempts: int
     lease_timeout_ms: int
     keep_error_messages: bool
-
-
-def valid_queue_name(name: object) -> bool:
-    """True for 1 to :data:`MAX_QUEUE_NAME` characters of ``[A-Za-z0-9_.-]``."""
-    return (
-        isinstance(name, str) and 0 < len(name) <= MAX_QUEUE_NAME and set(name) <= QUEUE_NAME_CHARS
-    )
 
 
 def parse_options(options: Mapping[str, object]) -> PostgresOptions:

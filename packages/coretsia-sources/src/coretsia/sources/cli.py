@@ -39,11 +39,11 @@ from datetime import datetime, timezone
 from typing import Literal, Protocol, TextIO
 
 from coretsia.sources._queue_maintenance import STATES
+from coretsia.sources._queue_parser import SQLITE_PROG, sqlite_parser
 from coretsia.sources._queue_records import FailedMessage, QueueError, Retried
-from coretsia.sources._version import __version__
 from coretsia.sources.sqlite_queue import SqliteQueue
 
-PROG = "coretsia-sqlite-queue"
+PROG = SQLITE_PROG
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -73,111 +73,9 @@ Opener = Callable[[argparse.Namespace, bool], OperatorQueue]
 """Opens the queue the parsed command line names; the flag: create it if missing."""
 
 
-def build_parser(
-    prog: str = PROG,
-    description: str = "Add work to a Coretsia SQLite queue, show it, and handle failed messages.",
-    *,
-    db: Callable[[argparse.ArgumentParser], None] | None = None,
-) -> argparse.ArgumentParser:
-    """The argument parser (also what the man page generator reads).
-
-    ``db`` adds the options that name the queue to each command (by default ``--db PATH``,
-    an SQLite file); ``coretsia-queue`` passes its own (``--db URL``, ``--queue``).
-    """
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    add_db = db or _sqlite_db
-    enqueue = _command(
-        commands,
-        add_db,
-        "enqueue",
-        "add messages",
-        "Add messages; with no PAYLOAD (or for '-') read them from stdin, one per line.",
-    )
-    enqueue.add_argument("payloads", nargs="*", metavar="PAYLOAD", help="a message payload")
-    _command(
-        commands,
-        add_db,
-        "stats",
-        "show the count of messages in each state",
-        "Show how many messages are pending, in flight, done and failed.",
-        json_help="one JSON object, sorted keys",
-    )
-    _command(
-        commands,
-        add_db,
-        "failed",
-        "list the messages that failed for good",
-        "List failed messages: id, attempts, failure time (UTC) and last error; never the payload.",
-        json_help="one JSON array of objects",
-    )
-    retry = _command(
-        commands,
-        add_db,
-        "retry",
-        "put failed messages back to pending",
-        "Put failed messages back to pending, attempts reset to 0. Ids that are unknown or "
-        "not failed are reported on stderr (exit 1); the others are retried.",
-    )
-    retry.add_argument("ids", nargs="*", type=_message_id, metavar="ID", help="a message id")
-    retry.add_argument("--all", action="store_true", help="every failed message")
-    purge = _command(
-        commands,
-        add_db,
-        "purge",
-        "delete done or failed messages",
-        "Delete every done (or failed) message; print how many.",
-    )
-    which = purge.add_mutually_exclusive_group(required=True)
-    which.add_argument("--done", action="store_const", const="done", dest="state")
-    which.add_argument("--failed", action="store_const", const="failed", dest="state")
-    return parser
-
-
-def _command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    add_db: Callable[[argparse.ArgumentParser], None],
-    name: str,
-    summary: str,
-    description: str,
-    *,
-    json_help: str | None = None,
-) -> argparse.ArgumentParser:
-    """A subcommand; every one works on the queue named by the options ``add_db`` adds.
-
-    ``json_help`` gives it a ``--json`` flag (machine-readable output), so described.
-    """
-    command = commands.add_parser(name, help=summary, description=description)
-    add_db(command)
-    if json_help is not None:
-        command.add_argument("--json", action="store_true", help=json_help)
-    return command
-
-
-def _sqlite_db(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--db", required=True, metavar="PATH", help="the queue database")
-
-
-_MAX_ID = 2**63 - 1
-"""The largest id SQLite (a signed 64-bit INTEGER) and PostgreSQL (a bigint) can hold."""
-
-
-def _message_id(text: str) -> int:
-    """An argparse type: an id from 1 to ``_MAX_ID`` (anything else is a usage error)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= _MAX_ID:
-        raise argparse.ArgumentTypeError(f"not a message id: {text!r} (ids are 1 to {_MAX_ID})")
-    return value
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; return (and, as a console script, exit with) its status."""
-    return run(build_parser(), _open_sqlite, argv)
+    return run(sqlite_parser(), _open_sqlite, argv)
 
 
 def _open_sqlite(args: argparse.Namespace, create: bool) -> OperatorQueue:

@@ -41,7 +41,7 @@ import psycopg
 from psycopg import sql
 
 from coretsia.sources import _pg_schema as schema
-from coretsia.sources._pg_options import DEFAULT_QUEUE, MAX_QUEUE_NAME, valid_queue_name
+from coretsia.sources._pg_names import DEFAULT_QUEUE, MAX_QUEUE_NAME, valid_queue_name
 from coretsia.sources._pg_schema import MESSAGES, Connection
 from coretsia.sources._queue_maintenance import STATES
 from coretsia.sources._queue_messages import INTERRUPTED, MAX_ERROR_CHARS, check_max_attempts
