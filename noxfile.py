@@ -296,6 +296,19 @@ def bench_peers(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_pg(session: nox.Session) -> None:
+    """The PostgreSQL queue benchmark (bench/pg_queue.py): the postgres source beside the
+    sqlite source and procrastinate, on a server it starts (Debian's postgresql binaries).
+
+    Syncs the ``bench`` dependency group too (procrastinate). Prints the table and writes
+    bench/results/pg-queue-<timestamp>.{json,md}. Arguments after ``--`` go to the script
+    (``--runs 1``, ``--sizes 1,4``, ``--tasks 500``).
+    """
+    _sync(session, "--all-packages", "--group", "bench")
+    session.run("python", str(ROOT / "bench" / "pg_queue.py"), *session.posargs)
+
+
+@nox.session
 def manpages(session: nox.Session) -> None:
     """Generate man/coretsia-supervisor.1, coretsia-queue.1 and coretsia-sqlite-queue.1 from
     the commands' own argparse parsers."""
