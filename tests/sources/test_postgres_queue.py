@@ -186,3 +186,21 @@ def test_a_payload_postgresql_cannot_hold_is_refused_before_anything_is_written(
     with pytest.raises(ValueError, match="NUL"):
         queue.enqueue(["fine", "nul\0inside"])
     assert queue.stats()["pending"] == 0
+
+
+def test_ack_and_claim_leases_nothing_when_the_ack_fails(open_queue) -> None:
+    queue = open_queue()
+    queue.enqueue(["a", "b", "c"])
+    first = queue.claim("gen-a", LEASE_MS)
+    assert first is not None
+    second = queue.ack_and_claim(first, "gen-a", LEASE_MS)
+    assert second is not None
+    assert second.payload == "b"
+    with pytest.raises(LeaseLostError):
+        queue.ack_and_claim(first, "gen-a", LEASE_MS)  # already done: nothing else leased
+    assert queue.stats() == {"pending": 1, "in_flight": 1, "done": 1, "failed": 0}
+    third = queue.ack_and_claim(second, "gen-a", LEASE_MS)
+    assert third is not None
+    assert third.payload == "c"
+    assert queue.ack_and_claim(third, "gen-a", LEASE_MS) is None  # nothing was pending
+    assert queue.stats() == {"pending": 0, "in_flight": 0, "done": 3, "failed": 0}

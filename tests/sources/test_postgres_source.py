@@ -224,3 +224,32 @@ def test_the_supervisors_import_and_check_leave_psycopg_alone() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout == "[]\n"
+
+
+def test_an_acknowledgement_leases_the_next_message_ahead_and_a_stop_gives_it_back(
+    build, producer: PostgresQueue
+) -> None:
+    source = build()
+    producer.enqueue(["first", "second", "third"])
+    task = received(source)
+    task.complete(None)  # acknowledged, and "second" leased in the same statement
+    assert producer.stats() == {"pending": 1, "in_flight": 1, "done": 1, "failed": 0}
+    ahead = received(source, within=0.5)  # no wait: it was leased already
+    assert ahead.message.payload == "second"
+    ahead.complete(None)  # and "third" is ahead now
+    cast("FakeContext", source._context).stop()
+    assert source.receive() is None  # a stop gives the message ahead back, not run
+    assert producer.stats() == {"pending": 1, "in_flight": 0, "done": 2, "failed": 0}
+    message = producer.claim("gen-b", LEASE_MS)
+    assert message is not None
+    assert (message.payload, message.attempts) == ("third", 0)  # no attempt counted
+
+
+def test_closing_gives_back_the_message_leased_ahead(build, producer: PostgresQueue) -> None:
+    source = build()
+    producer.enqueue(["first", "second"])
+    received(source).complete(None)
+    assert producer.stats()["in_flight"] == 1
+    source.close()
+    source.close()
+    assert producer.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 0}

@@ -79,9 +79,11 @@ def queue(pg_server: PgServer, pg_db: str) -> Queue:
     return Queue(ANY_QUEUE_CLI, pg_server.url(pg_db))
 
 
-def kill_whole(supervisor: Supervisor) -> None:
-    """SIGKILL the supervisor, the guardian and every worker at once, as a lost machine."""
+def kill_whole(supervisor: Supervisor) -> float:
+    """SIGKILL the supervisor, the guardian and every worker at once, as a lost machine;
+    when (``time.monotonic``) the signals were sent."""
     victims = [psutil.Process(supervisor.proc.pid), *supervisor.tree()]
+    killed = time.monotonic()
     for victim in victims:
         try:
             victim.send_signal(signal.SIGKILL)
@@ -89,6 +91,7 @@ def kill_whole(supervisor: Supervisor) -> None:
             pass
     supervisor.proc.wait(timeout=10)
     psutil.wait_procs(victims, timeout=10)
+    return killed
 
 
 @pytest.mark.slow
@@ -126,8 +129,7 @@ def test_a_pool_killed_whole_loses_nothing_and_acks_nothing_twice(
     wait_for(lambda: queue.stats()["done"] == 200, 60)
     assert queue.stats() == {"pending": 0, "in_flight": 2, "done": 200, "failed": 0}
 
-    kill_whole(lost)
-    killed = time.monotonic()
+    killed = kill_whole(lost)
     wait_for(lambda: queue.stats()["done"] == 202, 30)
     waited = time.monotonic() - killed
     assert waited > LEASE_MS / 1000 * 2 / 3  # not before the lease could have expired

@@ -62,8 +62,13 @@ class PostgresSource:
         self._queue: PostgresQueue | None = None
         self._reap_due = 0.0
         self._heartbeat = Heartbeat(options.dsn, options.queue, options.lease_timeout_ms)
+        # The message leased with the last acknowledgement (at most one), shared with the
+        # finalizer: a worker that leaves without another receive() gives it back.
+        self._ahead: list[Message] = []
         self._resources: list[PostgresQueue] = []
-        self._finalizer = weakref.finalize(self, _close_all, self._heartbeat, self._resources)
+        self._finalizer = weakref.finalize(
+            self, _close_all, self._heartbeat, self._resources, self._ahead
+        )
         try:
             self._open()
         except QueueError:
@@ -97,6 +102,8 @@ class PostgresSource:
         queue = self._open()
         stop = self._context.stop_fileno()
         connection = queue.listen()
+        if self._ahead and not self._context.stopping:
+            return PostgresTask(self, self._ahead.pop())
         while not self._context.stopping:
             if time.monotonic() >= self._reap_due:
                 self._reap(queue)
@@ -114,14 +121,27 @@ class PostgresSource:
                 self._reap_due = 0.0  # a lease's expiry came: take it back if still due
             # A readable connection: the next statement reads the notification (or finds
             # the connection closed, and raises).
+        self._release_ahead()
         return None
 
     def acknowledge(self, message: Message) -> None:
-        """Settle ``message`` done (raises ``LeaseLostError`` if its lease was taken back)."""
+        """Settle ``message`` done, and lease the next one ahead in the same statement.
+
+        The worker asks for its next task right after this, so leasing it now saves a
+        round trip per task (as the SQLite source does). Not while stopping: the message
+        would only be given back. Raises ``LeaseLostError`` if the lease was taken back.
+        """
+        queue = self._open()
         try:
-            self._open().ack(message)
+            if self._context.stopping:
+                queue.ack(message)
+                return
+            ahead = queue.ack_and_claim(message, self._generation, self._options.lease_timeout_ms)
         finally:
             self._heartbeat.release(message.token)
+        if ahead is not None:
+            self._heartbeat.hold(ahead.token)
+            self._ahead.append(ahead)
 
     def record_failure(self, message: Message, error: BaseException) -> str:
         """Record a failed attempt of ``message``; its new state (``pending``/``failed``)."""
@@ -140,16 +160,31 @@ class PostgresSource:
         queue.reap(self._options.max_attempts)
         self._reap_due = time.monotonic() + self._options.lease_timeout_ms / 2000
 
+    def _release_ahead(self) -> None:
+        """Give back the message leased ahead, if any: this worker will not run it."""
+        if self._ahead and self._queue is not None:
+            message = self._ahead.pop()
+            self._queue.release(message)
+            self._heartbeat.release(message.token)
+
     def close(self) -> None:
-        """Stop the heartbeat and close the connections; idempotent."""
+        """Give back a message leased ahead, stop the heartbeat, close; idempotent."""
         self._finalizer()
 
 
-def _close_all(heartbeat: Heartbeat, resources: list[PostgresQueue]) -> None:
-    heartbeat.close()
-    for resource in resources:
-        resource.close()
-    resources.clear()
+def _close_all(heartbeat: Heartbeat, resources: list[PostgresQueue], ahead: list[Message]) -> None:
+    """Give back a message leased ahead (at a clean exit too), then close everything."""
+    try:
+        for resource in resources:
+            while ahead:
+                resource.release(ahead.pop())
+    except QueueError:
+        pass  # still leased: it expires after the lease timeout, as a dead worker's does
+    finally:
+        heartbeat.close()
+        for resource in resources:
+            resource.close()
+        resources.clear()
 
 
 __all__ = ["PostgresSource", "PostgresTask"]
