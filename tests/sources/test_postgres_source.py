@@ -8,9 +8,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import pytest
+from fake_context import FakeContext
 
 from coretsia.sources._pg_worker_source import PostgresSource, PostgresTask
 from coretsia.sources.postgres_queue import PostgresQueue
@@ -18,9 +19,6 @@ from coretsia.sources.postgres_source import check_options, make_source
 from coretsia.sources.sqlite_queue import QueueError
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.task_source import TaskSourceOptionError
-
-if TYPE_CHECKING:  # conftest is not an importable module; the type is for readers
-    from .conftest import FakeContext
 
 LEASE_MS = 300
 
