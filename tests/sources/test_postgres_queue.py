@@ -179,6 +179,16 @@ def test_errors_never_show_the_connection_string(pg_server: PgServer) -> None:
     assert "no_such_database" not in repr(caught.value)
 
 
+@pytest.mark.parametrize("dsn", ["host=x y s3cret", "postgresql://%zz@h/s3cret"])
+def test_a_malformed_connection_string_is_said_apart_and_not_quoted(dsn: str) -> None:
+    with pytest.raises(QueueError) as caught:
+        PostgresQueue(dsn)
+    assert str(caught.value) == (
+        "cannot use the queue database: the connection string is not valid"
+    )
+    assert caught.value.__cause__ is None
+
+
 def test_a_payload_postgresql_cannot_hold_is_refused_before_anything_is_written(
     open_queue,
 ) -> None:

@@ -28,22 +28,26 @@ descriptor together (:mod:`coretsia.sources.postgres_source`).
 and the SQLSTATE at most: a libpq message can name the host, the socket path, the user or
 the database, and the connection string itself is a secret (it may hold a password).
 Neither is ever in an error, a log line or a traceback raised from here.
+
+**Layout.** This module is the queue's face and its message moves; the connection and its
+errors (``_pg_connection``), the tables and migrations (``_pg_schema``) and an operator's
+tools (``_pg_maintenance``) have modules of their own.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Final, Literal
 
 import psycopg
 from psycopg import sql
 
+from coretsia.sources import _pg_maintenance as maintenance
 from coretsia.sources import _pg_schema as schema
+from coretsia.sources._pg_connection import connect, database_errors, notify
 from coretsia.sources._pg_names import DEFAULT_QUEUE, MAX_QUEUE_NAME, valid_queue_name
 from coretsia.sources._pg_schema import MESSAGES, Connection
-from coretsia.sources._queue_maintenance import STATES
 from coretsia.sources._queue_messages import INTERRUPTED, MAX_ERROR_CHARS, check_max_attempts
 from coretsia.sources._queue_records import (
     FailedMessage,
@@ -52,9 +56,6 @@ from coretsia.sources._queue_records import (
     Retried,
     lease_lost,
 )
-
-PURGE_BATCH: Final = 500
-"""Rows deleted per transaction by :meth:`PostgresQueue.purge`."""
 
 _MS: Final = "%(timeout)s * interval '1 millisecond'"
 _FAIL_SET: Final = (
@@ -90,22 +91,6 @@ _ACK_AND_LEASE: Final = (
 nothing is leased unless the acknowledgement changed its row."""
 
 
-@contextlib.contextmanager
-def _database_errors() -> Iterator[None]:
-    """Turn a driver error into a :class:`QueueError` that says nothing of the server.
-
-    ``from None``: the driver's message (host, socket path, user, database) must not ride
-    along as the cause either, even in a debug traceback.
-    """
-    try:
-        yield
-    except psycopg.OperationalError:
-        raise QueueError("cannot use the queue database: the connection failed") from None
-    except psycopg.Error as error:
-        state = error.sqlstate or "unknown"
-        raise QueueError(f"the queue database refused a statement (SQLSTATE {state})") from None
-
-
 class PostgresQueue:
     """One connection to the queue ``queue`` in the PostgreSQL database ``dsn``.
 
@@ -124,10 +109,9 @@ class PostgresQueue:
         self._listening = False
         self.poked = False
         """Set when a notification arrived during a statement (cleared by the waiter)."""
-        with _database_errors():
-            self._conn: Connection = psycopg.connect(dsn or "", autocommit=True)
+        self._conn: Connection = connect(dsn)
         try:
-            with _database_errors():
+            with database_errors():
                 schema.ensure_schema(self._conn, create=create)
         except BaseException:
             self._conn.close()
@@ -145,7 +129,7 @@ class PostgresQueue:
 
     def check(self) -> None:
         """Raise :class:`QueueError` unless the server answers and holds our schema."""
-        with _database_errors():
+        with database_errors():
             if schema.schema_version(self._conn) != schema.SCHEMA_VERSION:
                 raise QueueError("the database holds no queue of this version")
 
@@ -169,7 +153,7 @@ class PostgresQueue:
                 raise ValueError("a payload cannot hold a NUL character (PostgreSQL text)")
         if not batch:
             return 0
-        with _database_errors(), self._conn.transaction():
+        with database_errors(), self._conn.transaction():
             with self._conn.cursor().copy(f"COPY {MESSAGES} (queue, payload) FROM STDIN") as copy:
                 for payload in batch:
                     copy.write_row((self.queue, payload))
@@ -178,81 +162,26 @@ class PostgresQueue:
 
     def stats(self) -> dict[str, int]:
         """How many messages of this queue are in each state (``in_flight`` = leased)."""
-        counts = dict.fromkeys(STATES, 0)
-        with _database_errors():
-            rows = self._conn.execute(
-                f"SELECT state, count(*) FROM {MESSAGES} WHERE queue = %s GROUP BY state",
-                (self.queue,),
-            ).fetchall()
-        for state, count in rows:
-            counts["in_flight" if state == "leased" else str(state)] = int(count)
-        return counts
+        return maintenance.stats(self._conn, self.queue)
 
     def failed(self) -> list[FailedMessage]:
         """The messages that failed for good, oldest id first (never their payloads)."""
-        with _database_errors():
-            rows = self._conn.execute(
-                "SELECT id, attempts, extract(epoch FROM settled_at)::float8, last_error "
-                f"FROM {MESSAGES} WHERE queue = %s AND state = 'failed' ORDER BY id",
-                (self.queue,),
-            ).fetchall()
-        return [
-            FailedMessage(id=int(i), attempts=int(a), settled_at=t, last_error=e)
-            for i, a, t, e in rows
-        ]
+        return maintenance.failed(self._conn, self.queue)
 
     def retry(self, ids: Iterable[int] | Literal["all"]) -> Retried:
         """Put failed messages back to pending, attempts reset; the others only reported."""
-        reset = f"UPDATE {MESSAGES} SET state = 'pending', attempts = 0, settled_at = NULL"
-        unknown: list[int] = []
-        not_failed: list[int] = []
-        count = 0
-        with _database_errors(), self._conn.transaction():
-            if ids == "all":
-                count = self._conn.execute(
-                    f"{reset} WHERE queue = %s AND state = 'failed'", (self.queue,)
-                ).rowcount
-            else:
-                for message_id in dict.fromkeys(ids):
-                    if type(message_id) is not int:
-                        raise TypeError("a message id must be an int")
-                    row = self._conn.execute(
-                        f"SELECT state FROM {MESSAGES} WHERE id = %s AND queue = %s FOR UPDATE",
-                        (message_id, self.queue),
-                    ).fetchone()
-                    if row is None:
-                        unknown.append(message_id)
-                    elif row[0] != "failed":
-                        not_failed.append(message_id)
-                    else:
-                        reset_one = f"{reset} WHERE id = %s"
-                        count += self._conn.execute(reset_one, (message_id,)).rowcount
-            if count:
-                self._notify()
-        return Retried(count, tuple(unknown), tuple(not_failed))
+        return maintenance.retry(self._conn, self.queue, self.channel, ids)
 
     def purge(self, state: Literal["done", "failed"]) -> int:
-        """Delete every settled message in ``state``, :data:`PURGE_BATCH` rows at a time."""
-        if state not in ("done", "failed"):
-            raise ValueError("purge deletes 'done' or 'failed' messages only")
-        deleted = 0
-        while True:
-            with _database_errors():
-                changed = self._conn.execute(
-                    f"DELETE FROM {MESSAGES} WHERE id IN (SELECT id FROM {MESSAGES} "
-                    f"WHERE queue = %s AND state = %s ORDER BY id LIMIT {PURGE_BATCH})",
-                    (self.queue, state),
-                ).rowcount
-            deleted += changed
-            if changed < PURGE_BATCH:
-                return deleted
+        """Delete every settled message in ``state``, a few hundred rows at a time."""
+        return maintenance.purge(self._conn, self.queue, state)
 
     # -- consuming -----------------------------------------------------------------------
 
     def claim(self, generation: str, lease_timeout_ms: int) -> Message | None:
         """Lease the oldest pending message for ``generation``, or None if there is none."""
         token = os.urandom(16).hex()
-        with _database_errors():
+        with database_errors():
             row = self._conn.execute(
                 f"{_LEASE} WHERE id = ({_OLDEST}) RETURNING id, payload, attempts",
                 self._lease_params(generation, token, lease_timeout_ms),
@@ -273,7 +202,7 @@ class PostgresQueue:
             "id": message.id,
             "held": message.token,
         }
-        with _database_errors():
+        with database_errors():
             row = self._conn.execute(
                 _ACK_AND_LEASE,
                 params,
@@ -288,7 +217,7 @@ class PostgresQueue:
         For a message leased ahead that its worker will not run (it is stopping). False if
         the lease no longer held. Wakes the waiting workers.
         """
-        with _database_errors(), self._conn.transaction():
+        with database_errors(), self._conn.transaction():
             changed = self._conn.execute(
                 f"UPDATE {MESSAGES} SET state = 'pending', lease_token = NULL, "
                 f"lease_expires_at = NULL, generation = NULL, leased_at = NULL WHERE {_HELD}",
@@ -305,7 +234,7 @@ class PostgresQueue:
 
     def ack(self, message: Message) -> None:
         """Mark ``message`` done; :class:`LeaseLostError` if this lease no longer holds."""
-        with _database_errors():
+        with database_errors():
             changed = self._conn.execute(
                 f"{_ACK} WHERE {_HELD}", {"id": message.id, "token": message.token}
             ).rowcount
@@ -321,7 +250,7 @@ class PostgresQueue:
             "id": message.id,
             "token": message.token,
         }
-        with _database_errors():
+        with database_errors():
             row = self._conn.execute(
                 f"UPDATE {MESSAGES} SET {_FAIL_SET} WHERE {_HELD} RETURNING state", params
             ).fetchone()
@@ -331,7 +260,7 @@ class PostgresQueue:
 
     def renew(self, tokens: Iterable[str], lease_timeout_ms: int) -> int:
         """Push the expiry of these leases (still held) ``lease_timeout_ms`` ahead; how many."""
-        with _database_errors():
+        with database_errors():
             return self._conn.execute(
                 f"UPDATE {MESSAGES} SET lease_expires_at = clock_timestamp() + {_MS} "
                 "WHERE state = 'leased' AND lease_token = ANY(%(tokens)s)",
@@ -345,7 +274,7 @@ class PostgresQueue:
         Wakes the waiting workers when something became pending.
         """
         check_max_attempts(max_attempts)
-        with _database_errors(), self._conn.transaction():
+        with database_errors(), self._conn.transaction():
             row = self._conn.execute(
                 f"WITH expired AS (SELECT id FROM {MESSAGES} WHERE queue = %(queue)s "
                 "AND state = 'leased' AND lease_expires_at < clock_timestamp() "
@@ -362,7 +291,7 @@ class PostgresQueue:
 
     def next_expiry(self) -> float | None:
         """Seconds until the first lease of this queue expires (0 if one has); None if none."""
-        with _database_errors():
+        with database_errors():
             row = self._conn.execute(
                 "SELECT extract(epoch FROM min(lease_expires_at) - clock_timestamp())::float8 "
                 f"FROM {MESSAGES} WHERE queue = %s AND state = 'leased'",
@@ -378,7 +307,7 @@ class PostgresQueue:
         reads it (and sets :attr:`poked` again, which only costs one more look).
         """
         if not self._listening:
-            with _database_errors():
+            with database_errors():
                 self._conn.add_notify_handler(self._poke)
                 self._conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self.channel)))
             self._listening = True
@@ -389,7 +318,7 @@ class PostgresQueue:
 
     def _notify(self) -> None:
         """Wake this queue's listeners at commit (called inside the transaction)."""
-        self._conn.execute("SELECT pg_notify(%s, '')", (self.channel,))
+        notify(self._conn, self.channel)
 
 
 def _message(row: tuple[object, ...], generation: str, token: str) -> Message:
