@@ -296,8 +296,22 @@ def bench_peers(session: nox.Session) -> None:
 
 
 @nox.session
+def bench_pg(session: nox.Session) -> None:
+    """The PostgreSQL queue benchmark (bench/pg_queue.py): the postgres source beside the
+    sqlite source and procrastinate, on a server it starts (Debian's postgresql binaries).
+
+    Syncs the ``bench`` dependency group too (procrastinate). Prints the table and writes
+    bench/results/pg-queue-<timestamp>.{json,md}. Arguments after ``--`` go to the script
+    (``--runs 1``, ``--sizes 1,4``, ``--tasks 500``).
+    """
+    _sync(session, "--all-packages", "--group", "bench")
+    session.run("python", str(ROOT / "bench" / "pg_queue.py"), *session.posargs)
+
+
+@nox.session
 def manpages(session: nox.Session) -> None:
-    """Generate man/coretsia-supervisor.1 from the CLI's own argparse parser."""
+    """Generate man/coretsia-supervisor.1, coretsia-queue.1 and coretsia-sqlite-queue.1 from
+    the commands' own argparse parsers."""
     _sync(session, "--all-packages")
     (ROOT / "man").mkdir(exist_ok=True)
     # A fixed date makes the page reproducible: the last commit's time, else VERSION's mtime.
@@ -324,3 +338,19 @@ def manpages(session: nox.Session) -> None:
         "--output", str(ROOT / "man" / "coretsia-supervisor.1"),
         env={"SOURCE_DATE_EPOCH": epoch},
     )  # fmt: skip
+    for prog, function, summary in (
+        ("coretsia-queue", "queue_parser", "operate a Coretsia queue, SQLite or PostgreSQL"),
+        ("coretsia-sqlite-queue", "sqlite_parser", "operate a Coretsia SQLite queue"),
+    ):
+        session.run(
+            "argparse-manpage",
+            "--module", "coretsia.sources._queue_parser",
+            "--function", function,
+            "--prog", prog,
+            "--project-name", "Coretsia Worker",
+            "--version", VERSION,
+            "--description", summary,
+            "--manual-title", "Coretsia Worker Manual",
+            "--output", str(ROOT / "man" / f"{prog}.1"),
+            env={"SOURCE_DATE_EPOCH": epoch},
+        )  # fmt: skip

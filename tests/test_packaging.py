@@ -158,6 +158,10 @@ def test_built_wheels(tmp_path: Path) -> None:
         if member == "coretsia-supervisor":  # the man page, built from the real parser
             page = f"coretsia_supervisor-{VERSION}.data/data/share/man/man1/coretsia-supervisor.1"
             assert page in names, names
+        if member == "coretsia-sources":  # the queue commands' pages, from their parsers
+            pages = f"coretsia_sources-{VERSION}.data/data/share/man/man1/"
+            assert f"{pages}coretsia-queue.1" in names, names
+            assert f"{pages}coretsia-sqlite-queue.1" in names, names
         for line in metadata.get_all("Requires-Dist") or []:
             requirement = Requirement(line)
             if requirement.name in MEMBERS:

@@ -1,5 +1,6 @@
-"""Fixtures for the reference SQLite queue and source: fake worker contexts
-(``tests/support/fake_context.py``), test handlers, an open queue and where one goes.
+"""Fixtures for the reference queues and sources: fake worker contexts
+(``tests/support/fake_context.py``), test handlers, an open SQLite queue and where one goes,
+and a real PostgreSQL server for the session (``pg_server``) with a fresh database per test.
 
 Their directories are the shared ``short_root``: a waiter's notification socket lives next
 to the database, and an AF_UNIX path longer than about 100 bytes cannot be bound (pytest's
@@ -8,6 +9,7 @@ tmp_path is long).
 
 from __future__ import annotations
 
+import itertools
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any
 
 import pytest
 from fake_context import FakeContext
+from pg_server import PgServer, find_bindir
 from pools import install_app
 
 from coretsia.sources.sqlite_queue import SqliteQueue
@@ -58,3 +61,37 @@ def queue(short_root: Path) -> Iterator[SqliteQueue]:
 def db(short_root: Path) -> Path:
     """Where a queue database goes in a fresh short root; nothing is created there."""
     return short_root / "var" / "q.sqlite3"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """A real PostgreSQL server for the session (UNIX socket only), removed at its end."""
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip(
+            "no PostgreSQL binaries (initdb, pg_ctl) in /usr/lib/postgresql/*/bin or on PATH: "
+            "install Debian's postgresql package to run the PostgreSQL tests"
+        )
+    server = PgServer(bindir)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.remove()
+
+
+_databases = itertools.count()
+
+
+@pytest.fixture
+def pg_db(pg_server: PgServer) -> str:
+    """A fresh database on the session's server; its name is returned."""
+    name = f"test{next(_databases)}"
+    pg_server.create_database(name)
+    return name
+
+
+@pytest.fixture
+def pg_dsn(pg_server: PgServer, pg_db: str) -> str:
+    """The libpq string of a fresh database (``pg_db``)."""
+    return pg_server.dsn(pg_db)

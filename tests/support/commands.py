@@ -9,6 +9,8 @@ from pathlib import Path
 
 QUEUE_CLI = str(Path(sys.executable).with_name("coretsia-sqlite-queue"))
 """The installed ``coretsia-sqlite-queue`` console script of the test interpreter."""
+ANY_QUEUE_CLI = str(Path(sys.executable).with_name("coretsia-queue"))
+"""The installed ``coretsia-queue`` console script (SQLite or PostgreSQL by URL)."""
 
 
 def run_process(

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from fake_context import FakeContext
 
-from coretsia.sources import sqlite_source
+from coretsia.sources._source_common import describe
 from coretsia.sources.sqlite_queue import LeaseLostError, SqliteQueue
 from coretsia.sources.sqlite_source import SqliteSource, SqliteTask
 from coretsia.worker_protocol.task_source import Task
@@ -167,7 +167,6 @@ class TestTasks:
 
 
 def test_describe_names_the_exception_type_and_the_message_only_if_asked() -> None:
-    describe = sqlite_source._describe
     assert describe(RuntimeError("card 4242")) == "RuntimeError"
     assert describe(RuntimeError("boom"), with_message=True) == "RuntimeError: boom"
     assert describe(LeaseLostError("x")) == "coretsia.sources.sqlite_queue.LeaseLostError"
@@ -181,4 +180,4 @@ def test_describe_survives_a_broken_str() -> None:
         def __str__(self) -> str:
             raise RuntimeError
 
-    assert sqlite_source._describe(Broken(), with_message=True).endswith(".Broken")
+    assert describe(Broken(), with_message=True).endswith(".Broken")

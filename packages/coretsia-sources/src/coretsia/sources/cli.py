@@ -30,140 +30,103 @@ database could not be used (or some ``retry`` ids were refused), 2 usage.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sqlite3
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
-from typing import Literal, TextIO
+from typing import Literal, Protocol, TextIO
 
-from coretsia.sources._version import __version__
-from coretsia.sources.sqlite_queue import STATES, FailedMessage, QueueError, SqliteQueue
+from coretsia.sources._queue_maintenance import STATES
+from coretsia.sources._queue_parser import SQLITE_PROG, sqlite_parser
+from coretsia.sources._queue_records import FailedMessage, QueueError, Retried
+from coretsia.sources.sqlite_queue import SqliteQueue
 
-PROG = "coretsia-sqlite-queue"
+PROG = SQLITE_PROG
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 
-class _UsageError(Exception):
+class UsageError(Exception):
     """A command line that parses but makes no sense."""
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser (also what a man page generator would read)."""
-    parser = argparse.ArgumentParser(
-        prog=PROG,
-        description="Add work to a Coretsia SQLite queue, show it, and handle failed messages.",
-    )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+class OperatorQueue(Protocol):
+    """What the commands use of a queue; the SQLite and the PostgreSQL queue both are one."""
 
-    enqueue = _command(
-        commands,
-        "enqueue",
-        "add messages",
-        "Add messages; with no PAYLOAD (or for '-') read them from stdin, one per line.",
-    )
-    enqueue.add_argument("payloads", nargs="*", metavar="PAYLOAD", help="a message payload")
-    _command(
-        commands,
-        "stats",
-        "show the count of messages in each state",
-        "Show how many messages are pending, in flight, done and failed.",
-        json_help="one JSON object, sorted keys",
-    )
-    _command(
-        commands,
-        "failed",
-        "list the messages that failed for good",
-        "List failed messages: id, attempts, failure time (UTC) and last error; never the payload.",
-        json_help="one JSON array of objects",
-    )
-    retry = _command(
-        commands,
-        "retry",
-        "put failed messages back to pending",
-        "Put failed messages back to pending, attempts reset to 0. Ids that are unknown or "
-        "not failed are reported on stderr (exit 1); the others are retried.",
-    )
-    retry.add_argument("ids", nargs="*", type=_message_id, metavar="ID", help="a message id")
-    retry.add_argument("--all", action="store_true", help="every failed message")
-    purge = _command(
-        commands,
-        "purge",
-        "delete done or failed messages",
-        "Delete every done (or failed) message; print how many.",
-    )
-    which = purge.add_mutually_exclusive_group(required=True)
-    which.add_argument("--done", action="store_const", const="done", dest="state")
-    which.add_argument("--failed", action="store_const", const="failed", dest="state")
-    return parser
+    def enqueue(self, payloads: Iterable[str]) -> int: ...
+
+    def stats(self) -> dict[str, int]: ...
+
+    def failed(self) -> list[FailedMessage]: ...
+
+    def retry(self, ids: Iterable[int] | Literal["all"]) -> Retried: ...
+
+    def purge(self, state: Literal["done", "failed"]) -> int: ...
+
+    def close(self) -> None: ...
 
 
-def _command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
-    name: str,
-    summary: str,
-    description: str,
-    *,
-    json_help: str | None = None,
-) -> argparse.ArgumentParser:
-    """A subcommand; every one works on the database named by ``--db``.
-
-    ``json_help`` gives it a ``--json`` flag (machine-readable output), so described.
-    """
-    command = commands.add_parser(name, help=summary, description=description)
-    command.add_argument("--db", required=True, metavar="PATH", help="the queue database")
-    if json_help is not None:
-        command.add_argument("--json", action="store_true", help=json_help)
-    return command
-
-
-_MAX_ID = 2**63 - 1
-"""The largest id SQLite can hold (a signed 64-bit INTEGER): a larger one cannot be bound."""
-
-
-def _message_id(text: str) -> int:
-    """An argparse type: an id from 1 to ``_MAX_ID`` (anything else is a usage error)."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= _MAX_ID:
-        raise argparse.ArgumentTypeError(f"not a message id: {text!r} (ids are 1 to {_MAX_ID})")
-    return value
+Opener = Callable[[argparse.Namespace, bool], OperatorQueue]
+"""Opens the queue the parsed command line names; the flag: create it if missing."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; return (and, as a console script, exit with) its status."""
-    args = build_parser().parse_args(argv)  # exits 2 with argparse's usage message
+    return run(sqlite_parser(), _open_sqlite, argv)
+
+
+def _open_sqlite(args: argparse.Namespace, create: bool) -> OperatorQueue:
+    return SqliteQueue(args.db, create=create)
+
+
+def run(parser: argparse.ArgumentParser, opener: Opener, argv: Sequence[str] | None) -> int:
+    """Parse ``argv`` with ``parser`` and run the command on the queue ``opener`` opens.
+
+    Errors are one line on stderr under the parser's ``prog``; the database's own
+    messages are the queue's :class:`QueueError` (the PostgreSQL queue's never name the
+    server or the connection string).
+    """
+    prog = parser.prog
+    args = parser.parse_args(argv)  # exits 2 with argparse's usage message
+
+    def open_queue(*, create: bool) -> OperatorQueue:
+        return opener(args, create)
+
     try:
         if args.command == "enqueue":
-            return _enqueue(args.db, args.payloads, sys.stdin, sys.stdout)
+            return _enqueue(open_queue, args.payloads, sys.stdin, sys.stdout)
         if args.command == "failed":
-            return _failed(args.db, sys.stdout, as_json=args.json)
+            return _failed(open_queue, sys.stdout, as_json=args.json)
         if args.command == "retry":
-            return _retry(args.db, args.ids, sys.stdout, sys.stderr, every=args.all)
+            return _retry(open_queue, args.ids, sys.stdout, sys.stderr, prog, every=args.all)
         if args.command == "purge":
-            return _purge(args.db, args.state, sys.stdout)
-        return _stats(args.db, sys.stdout, as_json=args.json)
-    except _UsageError as error:
-        print(f"{PROG}: usage error: {error}", file=sys.stderr)
+            return _purge(open_queue, args.state, sys.stdout)
+        return _stats(open_queue, sys.stdout, as_json=args.json)
+    except UsageError as error:
+        print(f"{prog}: usage error: {error}", file=sys.stderr)
         return EXIT_USAGE
     except (QueueError, sqlite3.Error, OSError, UnicodeError, ValueError) as error:
-        print(f"{PROG}: error: {_one_line(error)}", file=sys.stderr)
+        print(f"{prog}: error: {_one_line(error)}", file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:  # nothing half-written: an enqueue is one transaction
-        print(f"{PROG}: interrupted", file=sys.stderr)
+        print(f"{prog}: interrupted", file=sys.stderr)
         return EXIT_FAILURE
 
 
-def _enqueue(db: str, payloads: list[str], stdin: TextIO, stdout: TextIO) -> int:
+class Open(Protocol):
+    """Opens the command's queue; ``create``: create it (or its schema) if missing."""
+
+    def __call__(self, *, create: bool) -> OperatorQueue: ...
+
+
+def _enqueue(open_queue: Open, payloads: list[str], stdin: TextIO, stdout: TextIO) -> int:
     if payloads.count("-") > 1:
-        raise _UsageError("'-' (read stdin) may be given once")
+        raise UsageError("'-' (read stdin) may be given once")
     batch = list(_expand(payloads or ["-"], stdin))
-    with SqliteQueue(db) as queue:
+    with contextlib.closing(open_queue(create=True)) as queue:
         count = queue.enqueue(batch)
     print(f"enqueued {count}", file=stdout)
     return EXIT_OK
@@ -177,8 +140,8 @@ def _expand(payloads: list[str], stdin: TextIO) -> Iterator[str]:
             yield payload
 
 
-def _stats(db: str, stdout: TextIO, *, as_json: bool) -> int:
-    with SqliteQueue(db, create=False) as queue:
+def _stats(open_queue: Open, stdout: TextIO, *, as_json: bool) -> int:
+    with contextlib.closing(open_queue(create=False)) as queue:
         counts = queue.stats()
     if as_json:
         _print_json(counts, stdout)
@@ -189,8 +152,8 @@ def _stats(db: str, stdout: TextIO, *, as_json: bool) -> int:
     return EXIT_OK
 
 
-def _failed(db: str, stdout: TextIO, *, as_json: bool) -> int:
-    with SqliteQueue(db, create=False) as queue:
+def _failed(open_queue: Open, stdout: TextIO, *, as_json: bool) -> int:
+    with contextlib.closing(open_queue(create=False)) as queue:
         messages = queue.failed()
     if as_json:
         rows = [
@@ -215,21 +178,23 @@ def _failed_line(message: FailedMessage) -> str:
     return f"{message.id}\t{message.attempts}\t{_utc(message.settled_at) or '-'}\t{error}"
 
 
-def _retry(db: str, ids: list[int], stdout: TextIO, stderr: TextIO, *, every: bool) -> int:
+def _retry(
+    open_queue: Open, ids: list[int], stdout: TextIO, stderr: TextIO, prog: str, *, every: bool
+) -> int:
     if every == bool(ids):
-        raise _UsageError("give message ids or --all, not both and not neither")
-    with SqliteQueue(db, create=False) as queue:
+        raise UsageError("give message ids or --all, not both and not neither")
+    with contextlib.closing(open_queue(create=False)) as queue:
         result = queue.retry("all" if every else ids)
     print(f"retried {result.retried}", file=stdout)
     for message_id in result.unknown:
-        print(f"{PROG}: error: no message {message_id}", file=stderr)
+        print(f"{prog}: error: no message {message_id}", file=stderr)
     for message_id in result.not_failed:
-        print(f"{PROG}: error: message {message_id} is not failed", file=stderr)
+        print(f"{prog}: error: message {message_id} is not failed", file=stderr)
     return EXIT_FAILURE if result.unknown or result.not_failed else EXIT_OK
 
 
-def _purge(db: str, state: Literal["done", "failed"], stdout: TextIO) -> int:
-    with SqliteQueue(db, create=False) as queue:
+def _purge(open_queue: Open, state: Literal["done", "failed"], stdout: TextIO) -> int:
+    with contextlib.closing(open_queue(create=False)) as queue:
         count = queue.purge(state)
     print(f"purged {count}", file=stdout)
     return EXIT_OK

@@ -51,77 +51,43 @@ from __future__ import annotations
 import os
 import sqlite3
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Final
 
+from coretsia.sources._source_common import (
+    COMMON_OPTIONS,
+    DEFAULT_MAX_ATTEMPTS,
+    TASK_TYPE,
+    UNKNOWN_GENERATION,
+    Handler,
+    QueueTask,
+    SourceOptionError,
+    check_task_type,
+    check_unknown,
+    common_options,
+    context_generation,
+    context_options,
+    describe,
+    import_handler,
+)
 from coretsia.sources.sqlite_queue import Message, QueueError, SqliteQueue, Waiter
 from coretsia.worker_protocol.catalogue import ConfigRule
-from coretsia.worker_protocol.internal.runtime.imports import import_target
-from coretsia.worker_protocol.task_source import TaskSourceOptionError
 
 if TYPE_CHECKING:  # of the SPI, only the option error is needed at run time
     from coretsia.worker_protocol.task_source import TaskSourceContext
 
-TASK_TYPE: Final = "queue"
 DEFAULT_DATABASE: Final = "var/queue.sqlite3"
-DEFAULT_MAX_ATTEMPTS: Final = 3
 RECHECK_SECONDS: Final = 5.0
 """With notifications: how often an idle worker looks anyway, in case a poke was missed."""
 FALLBACK_RECHECK_SECONDS: Final = 1.0
 """Without notifications (no socket could be bound): how often an idle worker looks."""
-UNKNOWN_GENERATION: Final = "unknown"
-_OPTIONS: Final = frozenset({"database", "handler", "max_attempts", "keep_error_messages"})
-
-Handler = Callable[[str], object]
+_OPTIONS: Final = COMMON_OPTIONS | {"database"}
 
 
-class SourceOptionError(TaskSourceOptionError):
-    """A ``[worker.source_options]`` key is missing or breaks a rule (the value is not shown).
+class SqliteTask(QueueTask):
+    """One leased message of the SQLite queue (:class:`QueueTask`'s settlement rules)."""
 
-    The SPI's :class:`TaskSourceOptionError` under the name this module always raised.
-    """
-
-
-class SqliteTask:
-    """One leased message; settled exactly once by ``complete`` or ``fail``.
-
-    ``message.attempts`` is the number of earlier failed (or interrupted) attempts, and
-    after ``fail`` the attribute ``settled_state`` says what became of the message:
-    ``"pending"`` (it will be retried) or ``"failed"`` (it will not). It stays None until
-    then (``"done"`` after ``complete``). The SPI's ``fail`` returns None, hence an
-    attribute. ``attempt`` and ``retried`` are the same facts in the optional form the
-    worker loop reports in ``task.failed`` (docs/task-sources.md).
-    """
-
-    __slots__ = ("_source", "message", "settled_state")
-
-    def __init__(self, source: SqliteSource, message: Message) -> None:
-        self._source = source
-        self.message = message
-        self.settled_state: str | None = None
-
-    @property
-    def attempt(self) -> int:
-        """This attempt's number, from 1."""
-        return self.message.attempts + 1
-
-    @property
-    def retried(self) -> bool | None:
-        """After ``fail``: whether the message will run again; None before."""
-        return None if self.settled_state is None else self.settled_state == "pending"
-
-    def run(self) -> object:
-        """Call the handler with the payload; its return value is the task's result."""
-        return self._source.handler(self.message.payload)
-
-    def complete(self, result: object) -> None:
-        """Acknowledge: the message is done (raises if this lease was already settled)."""
-        self._source.acknowledge(self.message)
-        self.settled_state = "done"
-
-    def fail(self, error: BaseException) -> None:
-        """Record the failed attempt; the message is retried or, at the limit, failed."""
-        self.settled_state = self._source.record_failure(self.message, error)
+    __slots__ = ()
 
 
 class SqliteSource:
@@ -237,7 +203,7 @@ class SqliteSource:
     def record_failure(self, message: Message, error: BaseException) -> str:
         """Record a failed attempt of ``message``; its new state (``pending``/``failed``)."""
         return self._open()[0].fail(
-            message, self._max_attempts, error=_describe(error, with_message=self._keep_messages)
+            message, self._max_attempts, error=describe(error, with_message=self._keep_messages)
         )
 
     def _release_ahead(self) -> None:
@@ -257,14 +223,10 @@ def make_source(context: TaskSourceContext) -> SqliteSource:
     id from ``context.generation``; both are read with ``getattr`` so that a context
     without them still gets a clear error (no handler) or a safe default (no recovery).
     """
-    if context.task_type != TASK_TYPE:
-        raise ValueError(f"the sqlite source serves task_type {TASK_TYPE!r} only")
-    options: Mapping[str, object] = getattr(context, "options", None) or {}
-    database, target, max_attempts, keep_error_messages = _parse_options(options)
-    handler = _import_handler(target)
-    generation = getattr(context, "generation", UNKNOWN_GENERATION)
-    if not isinstance(generation, str) or not generation:
-        generation = UNKNOWN_GENERATION
+    check_task_type(context, "sqlite")
+    database, target, max_attempts, keep_error_messages = _parse_options(context_options(context))
+    handler = import_handler(target)
+    generation = context_generation(context)
     # Relative to the project root, the worker's working directory. An absolute path is
     # kept as it is: a database that outlives a project root, such as one handed from
     # each release directory to the next, or one shared by several pools. Generation ids
@@ -306,71 +268,13 @@ def _parse_options(options: Mapping[str, object]) -> tuple[str, str, int, bool]:
     Checks in a fixed order (unknown keys first), so one file always reports the same
     error. Imports nothing: whether the handler imports is the worker's check.
     """
-    unknown = sorted(set(options) - _OPTIONS)
-    if unknown:
-        raise SourceOptionError(str(unknown[0]), ConfigRule.UNKNOWN_KEY)
+    check_unknown(options, _OPTIONS)
     database = options.get("database", DEFAULT_DATABASE)
     if not isinstance(database, str):
         raise SourceOptionError("database", ConfigRule.WRONG_TYPE)
     if not database or "\0" in database:
         raise SourceOptionError("database", ConfigRule.UNSAFE_PATH)
-    target = _handler_target(options.get("handler"))
-    max_attempts = options.get("max_attempts", DEFAULT_MAX_ATTEMPTS)
-    if type(max_attempts) is not int:  # not isinstance: a TOML boolean is an int too
-        raise SourceOptionError("max_attempts", ConfigRule.WRONG_TYPE)
-    if max_attempts < 1:
-        raise SourceOptionError("max_attempts", ConfigRule.OUT_OF_RANGE)
-    keep_error_messages = options.get("keep_error_messages", False)
-    if type(keep_error_messages) is not bool:
-        raise SourceOptionError("keep_error_messages", ConfigRule.WRONG_TYPE)
-    return database, target, max_attempts, keep_error_messages
-
-
-def _handler_target(target: object) -> str:
-    """``handler`` present and shaped ``module:attr.path`` (dotted identifiers)."""
-    if target is None:
-        raise SourceOptionError("handler", ConfigRule.REQUIRED)
-    if not isinstance(target, str):
-        raise SourceOptionError("handler", ConfigRule.WRONG_TYPE)
-    module_name, _, attr_path = target.partition(":")
-    parts = [*module_name.split("."), *attr_path.split(".")]
-    if not all(part.isidentifier() for part in parts):
-        raise SourceOptionError("handler", ConfigRule.INVALID_TARGET)
-    return target
-
-
-def _import_handler(target: str) -> Handler:
-    """Follow ``module:attr.path`` (shaped by :func:`_handler_target`); it must be callable."""
-    try:
-        handler = import_target(target)
-    except (ImportError, AttributeError) as error:
-        raise SourceOptionError("handler", ConfigRule.INVALID_TARGET) from error
-    if not callable(handler):
-        raise SourceOptionError("handler", ConfigRule.INVALID_TARGET)
-    return handler
-
-
-def _describe(error: BaseException, *, with_message: bool = False) -> str:
-    """``last_error``'s text: the exception's type, and its message only if asked.
-
-    The type alone (``ValueError``, ``myapp.jobs.Refused``) is enough to triage and
-    carries no payload data; the message may (the module documentation explains the
-    ``keep_error_messages`` option). ``str(error)`` is not even called without it: a
-    broken ``__str__`` cannot turn a recorded failure into a settlement failure.
-    """
-    kind = type(error)
-    name = (
-        kind.__qualname__
-        if kind.__module__ == "builtins"
-        else f"{kind.__module__}.{kind.__qualname__}"
-    )
-    if not with_message:
-        return name
-    try:
-        text = str(error)
-    except Exception:  # noqa: BLE001 - a __str__ that raises: the type is still worth keeping
-        return name
-    return f"{name}: {text}" if text else name
+    return (database, *common_options(options))
 
 
 def _close_all(resources: list[Waiter | SqliteQueue], ahead: list[Message]) -> None:

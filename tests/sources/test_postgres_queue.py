@@ -1,0 +1,216 @@
+"""The PostgreSQL queue on a real server: claim, ack, retry, fail, lease expiry, schema."""
+
+from __future__ import annotations
+
+import select
+import time
+from collections.abc import Callable, Iterator
+
+import psycopg
+import pytest
+from pg_server import PgServer
+
+from coretsia.sources._pg_schema import MIGRATIONS_TABLE, SCHEMA_VERSION
+from coretsia.sources._queue_messages import INTERRUPTED
+from coretsia.sources.postgres_queue import PostgresQueue
+from coretsia.sources.sqlite_queue import LeaseLostError, QueueError
+
+LEASE_MS = 200
+
+
+@pytest.fixture
+def open_queue(pg_dsn: str) -> Iterator[Callable[..., PostgresQueue]]:
+    """Open queues on the test's database; all closed at teardown."""
+    opened: list[PostgresQueue] = []
+
+    def make(queue: str = "default", **kwargs: bool) -> PostgresQueue:
+        opened.append(PostgresQueue(pg_dsn, queue, **kwargs))
+        return opened[-1]
+
+    yield make
+    for queue in opened:
+        queue.close()
+
+
+def wait_expired(queue: PostgresQueue) -> None:
+    """Until the first lease's expiry (the server's clock) has passed; bounded."""
+    left = queue.next_expiry()
+    assert left is not None
+    assert left <= LEASE_MS / 1000
+    time.sleep(left + 0.01)
+    assert queue.next_expiry() == 0.0
+
+
+def test_claim_takes_the_oldest_and_ack_settles_it_once(open_queue) -> None:
+    queue = open_queue()
+    assert queue.enqueue(["first", "second"]) == 2
+    message = queue.claim("gen-a", LEASE_MS)
+    assert message is not None
+    assert (message.id, message.payload, message.attempts, message.generation) == (
+        1,
+        "first",
+        0,
+        "gen-a",
+    )
+    assert queue.stats() == {"pending": 1, "in_flight": 1, "done": 0, "failed": 0}
+    queue.ack(message)
+    with pytest.raises(LeaseLostError):
+        queue.ack(message)  # a second acknowledgement changes nothing
+    assert queue.stats() == {"pending": 1, "in_flight": 0, "done": 1, "failed": 0}
+
+
+def test_a_failed_attempt_is_retried_until_max_attempts(open_queue) -> None:
+    queue = open_queue()
+    queue.enqueue(["flaky"])
+    states = []
+    for _ in range(3):
+        message = queue.claim("gen-a", LEASE_MS)
+        assert message is not None
+        states.append(queue.fail(message, 3, "ValueError"))
+    assert states == ["pending", "pending", "failed"]
+    assert queue.claim("gen-a", LEASE_MS) is None
+    (failed,) = queue.failed()
+    assert (failed.id, failed.attempts, failed.last_error) == (1, 3, "ValueError")
+    assert failed.settled_at is not None
+    assert abs(failed.settled_at - time.time()) < 60
+    assert queue.retry([1, 7]) == (1, (7,), ())
+    assert queue.retry("all") == (0, (), ())
+    again = queue.claim("gen-a", LEASE_MS)
+    assert again is not None
+    assert again.attempts == 0
+    queue.ack(again)
+    assert queue.purge("done") == 1
+    assert queue.stats() == {"pending": 0, "in_flight": 0, "done": 0, "failed": 0}
+
+
+def test_an_expired_lease_comes_back_as_an_interrupted_attempt(open_queue) -> None:
+    queue = open_queue()
+    queue.enqueue(["lost"])
+    lost = queue.claim("dead-pool", LEASE_MS)
+    assert lost is not None
+    assert queue.reap(3) == 0  # alive until its expiry
+    wait_expired(queue)
+    assert queue.reap(3) == 1
+    again = queue.claim("live-pool", LEASE_MS)
+    assert again is not None
+    assert (again.id, again.attempts) == (lost.id, 1)
+    with pytest.raises(LeaseLostError):
+        queue.ack(lost)  # the dead holder's token no longer settles it
+    queue.ack(again)
+    assert queue.stats()["done"] == 1
+
+
+def test_an_expired_lease_at_the_limit_fails(open_queue) -> None:
+    queue = open_queue()
+    queue.enqueue(["kills its worker"])
+    assert queue.claim("dead-pool", LEASE_MS) is not None
+    wait_expired(queue)
+    assert queue.reap(1) == 1
+    (failed,) = queue.failed()
+    assert (failed.attempts, failed.last_error) == (1, INTERRUPTED)
+
+
+def test_a_renewed_lease_outlives_its_timeout(open_queue) -> None:
+    queue = open_queue()
+    queue.enqueue(["long"])
+    message = queue.claim("gen-a", LEASE_MS)
+    assert message is not None
+    deadline = time.monotonic() + 3 * LEASE_MS / 1000
+    while time.monotonic() < deadline:
+        assert queue.renew([message.token], LEASE_MS) == 1
+        time.sleep(LEASE_MS / 3000)
+        assert queue.reap(3) == 0
+    queue.ack(message)
+
+
+def test_a_claim_skips_a_locked_row_without_waiting(open_queue, pg_dsn: str) -> None:
+    queue = open_queue()
+    queue.enqueue(["locked", "free"])
+    queue._conn.execute("SET lock_timeout = '2s'")  # a claim that waited would fail, bounded
+    with psycopg.connect(pg_dsn) as other, other.transaction():
+        other.execute("SELECT id FROM coretsia_queue_messages WHERE id = 1 FOR UPDATE")
+        started = time.monotonic()
+        message = queue.claim("gen-a", LEASE_MS)
+        assert time.monotonic() - started < 1.0
+    assert message is not None
+    assert message.payload == "free"
+
+
+def test_queues_in_one_database_are_apart(open_queue) -> None:
+    mail, sms = open_queue("mail"), open_queue("sms")
+    mail.enqueue(["m"])
+    assert sms.claim("gen-a", LEASE_MS) is None
+    assert sms.stats() == {"pending": 0, "in_flight": 0, "done": 0, "failed": 0}
+    assert mail.stats()["pending"] == 1
+
+
+def test_an_enqueue_wakes_a_listener_at_commit(open_queue) -> None:
+    waiting, producer = open_queue(), open_queue()
+    fd = waiting.listen()
+    assert select.select([fd], [], [], 0)[0] == []
+    producer.enqueue(["wake"])
+    assert select.select([fd], [], [], 5)[0] == [fd]
+    waiting.poked = False
+    assert waiting.claim("gen-a", LEASE_MS) is not None
+    assert waiting.poked  # the statement read the notification
+
+
+def test_the_schema_is_made_once_with_its_migration_table(open_queue, pg_dsn: str) -> None:
+    with pytest.raises(QueueError, match="no queue"):
+        open_queue(create=False)
+    open_queue()
+    open_queue()  # already current: nothing applied twice
+    with psycopg.connect(pg_dsn) as conn:
+        rows = conn.execute(f"SELECT version FROM {MIGRATIONS_TABLE}").fetchall()
+        assert rows == [(SCHEMA_VERSION,)]
+        conn.execute(f"INSERT INTO {MIGRATIONS_TABLE} (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
+    with pytest.raises(QueueError, match="schema version 2, this package reads version 1"):
+        open_queue()
+
+
+def test_errors_never_show_the_connection_string(pg_server: PgServer) -> None:
+    secret = "s3cret-marker"
+    dsn = f"{pg_server.dsn('no_such_database')} password={secret} application_name={secret}"
+    with pytest.raises(QueueError) as caught:
+        PostgresQueue(dsn)
+    assert str(caught.value) == "cannot use the queue database: the connection failed"
+    assert caught.value.__cause__ is None
+    assert caught.value.__suppress_context__
+    assert "no_such_database" not in repr(caught.value)
+
+
+@pytest.mark.parametrize("dsn", ["host=x y s3cret", "postgresql://%zz@h/s3cret"])
+def test_a_malformed_connection_string_is_said_apart_and_not_quoted(dsn: str) -> None:
+    with pytest.raises(QueueError) as caught:
+        PostgresQueue(dsn)
+    assert str(caught.value) == (
+        "cannot use the queue database: the connection string is not valid"
+    )
+    assert caught.value.__cause__ is None
+
+
+def test_a_payload_postgresql_cannot_hold_is_refused_before_anything_is_written(
+    open_queue,
+) -> None:
+    queue = open_queue()
+    with pytest.raises(ValueError, match="NUL"):
+        queue.enqueue(["fine", "nul\0inside"])
+    assert queue.stats()["pending"] == 0
+
+
+def test_ack_and_claim_leases_nothing_when_the_ack_fails(open_queue) -> None:
+    queue = open_queue()
+    queue.enqueue(["a", "b", "c"])
+    first = queue.claim("gen-a", LEASE_MS)
+    assert first is not None
+    second = queue.ack_and_claim(first, "gen-a", LEASE_MS)
+    assert second is not None
+    assert second.payload == "b"
+    with pytest.raises(LeaseLostError):
+        queue.ack_and_claim(first, "gen-a", LEASE_MS)  # already done: nothing else leased
+    assert queue.stats() == {"pending": 1, "in_flight": 1, "done": 1, "failed": 0}
+    third = queue.ack_and_claim(second, "gen-a", LEASE_MS)
+    assert third is not None
+    assert third.payload == "c"
+    assert queue.ack_and_claim(third, "gen-a", LEASE_MS) is None  # nothing was pending
+    assert queue.stats() == {"pending": 0, "in_flight": 0, "done": 3, "failed": 0}
