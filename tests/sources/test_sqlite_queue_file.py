@@ -1,10 +1,13 @@
-"""The SQLite queue's file: created with its schema in WAL mode, reopened with its messages,
-a missing, foreign, non-SQLite or newer file refused, and the synchronous level per use.
+"""The SQLite queue's file: created with its schema in WAL mode (by many processes at once),
+reopened with its messages, a missing, foreign, non-SQLite or newer file refused, and the
+synchronous level per use.
 """
 
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +28,43 @@ class TestOpening:
             assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         finally:
             conn.close()
+
+    def test_many_processes_create_one_file_together(self, short_root: Path) -> None:
+        """A pool's workers open a queue nobody created yet all at once (a fresh container).
+
+        Round after round, eight forked processes released together open one new file:
+        every one of them must get the queue. The creator's COMMIT, still in rollback-journal
+        mode, used to fail busy while another opener read the schema (one round in seven).
+        """
+        script = f"""
+import multiprocessing as mp, os, sys
+from coretsia.sources.sqlite_queue import SqliteQueue
+
+def open_queue(path, barrier, failures):
+    barrier.wait(timeout=30)
+    try:
+        SqliteQueue(path, synchronous="NORMAL").close()
+    except Exception:
+        with failures.get_lock():
+            failures.value += 1
+
+mp.set_start_method("fork")
+failures = mp.Value("i", 0)
+for round in range(30):
+    path = os.path.join({str(short_root)!r}, str(round), "var", "q.sqlite3")
+    barrier = mp.Barrier(8)
+    openers = [mp.Process(target=open_queue, args=(path, barrier, failures)) for _ in range(8)]
+    for p in openers:
+        p.start()
+    for p in openers:
+        p.join(timeout=30)
+        assert p.exitcode == 0, p.exitcode
+print(failures.value)
+"""
+        done = subprocess.run(
+            [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+        )
+        assert done.stdout.strip() == "0", done.stdout + done.stderr
 
     def test_reopening_keeps_the_messages(self, short_root: Path) -> None:
         path = short_root / "q.sqlite3"

@@ -94,7 +94,11 @@ class Connection:
             conn.execute("BEGIN")
         try:
             yield conn
-            conn.execute("COMMIT")
+            # A fresh file is still in rollback-journal mode while its schema is created:
+            # there the COMMIT needs every reader gone and fails busy while one reads (the
+            # other workers opening it too). The transaction stays open and the COMMIT
+            # may be tried again, as SQLite documents; WAL commits never wait for readers.
+            self.retrying(lambda: conn.execute("COMMIT"))
         except BaseException:
             # SQLite may have rolled back already (or a failed COMMIT left it open): end it
             # either way, so the connection is usable for the next transaction.
