@@ -1,8 +1,10 @@
-"""Lifecycle tests run once per process driver, and wait for their pools themselves.
+"""Lifecycle tests run once per mode (each process driver, and the fork server), and wait
+for their pools themselves.
 
-A module that sets ``EVERY_CONTAINMENT = True`` runs each test once per driver *and* per
+A module that sets ``EVERY_CONTAINMENT = True`` runs each test once per mode *and* per
 containment level (``namespace``, ``cgroup``, ``process``), skipped where the machine
-cannot give that level; the other modules run with the default level (``auto``).
+cannot give that level (and ``namespace`` with the fork server, which refuses it); the
+other modules run with the default level (``auto``).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from pools import write_root
-from shared_fixtures import DRIVERS
+from shared_fixtures import MODES, mode_settings
 
 from coretsia.supervisor import containment as levels
 from coretsia.worker_protocol.internal.runtime import cgroup
@@ -23,29 +25,29 @@ LEVELS = ("namespace", "cgroup", "process")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Every lifecycle test with a root runs once per driver (the root's indirect parameter),
+    """Every lifecycle test with a root runs once per mode (the root's indirect parameter),
     and once per containment level too in a module that asks for it."""
     if "root" not in metafunc.fixturenames:
         return
     if getattr(metafunc.module, "EVERY_CONTAINMENT", False):
-        params = [(driver, level) for driver in DRIVERS for level in LEVELS]
+        params = [(mode, level) for mode in MODES for level in LEVELS]
         metafunc.parametrize("root", params, indirect=True, ids=[f"{d}-{c}" for d, c in params])
     else:
-        metafunc.parametrize(
-            "root", [(driver, None) for driver in DRIVERS], indirect=True, ids=DRIVERS
-        )
+        metafunc.parametrize("root", [(mode, None) for mode in MODES], indirect=True, ids=MODES)
 
 
 @pytest.fixture
 def root(short_root: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
-    """A pool root with the driver (and containment level, if any) of its parameter.
+    """A pool root with the mode (and containment level, if any) of its parameter.
 
     At teardown (after its supervisors stopped) no cgroup of this root may be left.
     """
-    driver, level = request.param
+    mode, level = request.param
     if level is not None and not levels.available(Containment(level)):
         pytest.skip(f"containment {level} is not available here (it needs root, Linux)")
-    yield write_root(short_root, driver=driver, containment=level)
+    if mode == "forkserver" and level == "namespace":
+        pytest.skip("the fork server refuses containment namespace (tested on its own)")
+    yield write_root(short_root, **mode_settings(mode), containment=level)
     parent = cgroup.base()
     if parent is not None:
         left = cgroup.GenerationCgroup.left_behind(parent, levels.root_id(short_root))
@@ -54,9 +56,16 @@ def root(short_root: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
 
 @pytest.fixture
 def driver(request: pytest.FixtureRequest) -> str:
-    """The process driver the test's root is configured with."""
-    value: str = request.node.callspec.params["root"][0]
+    """The process driver the test's root is configured with (``fork`` for the fork server)."""
+    value = mode_settings(request.node.callspec.params["root"][0])["driver"]
+    assert value is not None
     return value
+
+
+@pytest.fixture
+def spawn(request: pytest.FixtureRequest) -> str:
+    """How the test's root makes its workers: ``exec``, or ``forkserver``."""
+    return "forkserver" if request.node.callspec.params["root"][0] == "forkserver" else "exec"
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ import faults
 import pools
 import psutil
 import pytest
+from shared_fixtures import MODES
 
 WAIT = 60.0
 
@@ -127,7 +128,7 @@ def test_an_application_that_was_a_subreaper_stays_one(root: Path) -> None:
     assert f"after {state}" in script.stdout.splitlines()
 
 
-@pytest.mark.parametrize("root", ["fork", "proc"], indirect=True)
+@pytest.mark.parametrize("root", MODES, indirect=True)
 def test_returning_entries_are_replaced_and_a_worker_stops_the_pool(root: Path) -> None:
     script = run(root, "run")
     assert script.result == "returned", script.stderr
@@ -187,7 +188,7 @@ def test_manager_stop_from_another_thread_of_the_parent(root: Path) -> None:
     assert pools.events(root, "steady-stop") == [["steady-stop", "0", "True"]]
 
 
-@pytest.mark.parametrize("root", ["fork", "proc"], indirect=True)
+@pytest.mark.parametrize("root", MODES, indirect=True)
 @pytest.mark.parametrize("how", ["sigterm", "sigint", "cli"])
 def test_the_parent_stops_on_a_signal_or_the_cli(root: Path, how: str) -> None:
     script = Script(root, "serve")
@@ -204,7 +205,7 @@ def test_the_parent_stops_on_a_signal_or_the_cli(root: Path, how: str) -> None:
     assert sorted(words[1] for words in pools.events(root, "steady-stop")) == ["0", "1"]
 
 
-@pytest.mark.parametrize("root", ["fork", "proc"], indirect=True)
+@pytest.mark.parametrize("root", MODES, indirect=True)
 def test_a_lost_guardian_is_swept_up_but_the_applications_children_are_not(root: Path) -> None:
     """After a SIGKILLed guardian the supervisor kills and reaps what is left of the
     generation, and nothing else: the supervisor runs inside the application, whose own

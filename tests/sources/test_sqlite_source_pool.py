@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from commands import QUEUE_CLI, run_process
 from pools import Supervisors, cli, install_app, lock_held, wait_for, write_root
+from shared_fixtures import MODES
 
 OPTIONS = {"handler": "sqlite_pool_app:handle", "max_attempts": 2}
 
@@ -54,7 +55,7 @@ def handled(root: Path) -> list[str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("root", ["fork", "proc"], indirect=True)
+@pytest.mark.parametrize("root", MODES, indirect=True)
 def test_a_pool_drains_the_queue_and_stops_at_once(root: Path, supervisors: Supervisors) -> None:
     supervisor = supervisors.running(root)
     driver = json.loads(cli(root, "status", "--json").stdout)["driver"]

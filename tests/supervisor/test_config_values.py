@@ -227,6 +227,7 @@ def test_generation_dict_is_plain_json_of_every_field(tmp_path: Path) -> None:
     assert set(snapshot) == {
         "workers", "max_requests", "task_type", "task_source", "source_options",
         "before_hooks", "after_hooks", "reset_hooks", "app_path", "driver", "containment",
+        "spawn", "preload",
         "control_transport", "tcp_host", "tcp_port", "socket_path", "state_path",
         "stop_flag_path", "start_timeout_ms", "stop_timeout_ms", "force_kill_timeout_ms",
         "heartbeat_timeout_ms", "debug", "ipc_type", "msg_queue_key", "event_loop",

@@ -30,7 +30,7 @@ APPS = Path(__file__).resolve().parent / "apps"
 """The test applications: each is copied into a root, where the pool imports it."""
 
 
-KEPT_KEYS = ("driver", "containment")
+KEPT_KEYS = ("driver", "spawn", "containment")
 """``[worker]`` keys a root keeps when a test rewrites its configuration without them: the
 ones a test is parametrized by."""
 
@@ -57,7 +57,7 @@ def write_root(
 ) -> Path:
     """Write ``coretsia.toml`` (its ``[worker]`` table from ``worker``) and the test app.
 
-    The driver and the containment level already configured for this root are kept unless
+    The driver, spawn mode and containment level already configured for this root are kept unless
     given, so a test parametrized by them can rewrite its configuration freely. ``source_options``
     becomes the ``[worker.source_options]`` table; ``tables`` are more tables by their
     dotted name (``{"worker.hooks": {"before": ["app:hook"]}}``).

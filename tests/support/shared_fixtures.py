@@ -16,16 +16,28 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lock_holder import HoldLock, LockHolder
 from pools import Supervisors, assert_none_left, write_root
 
 DRIVERS = ("fork", "proc")
-"""The process drivers a test runs under when it runs once per driver."""
+"""The process drivers."""
 
-per_driver = pytest.mark.parametrize("root", DRIVERS, indirect=True)
-"""Run a test taking ``root`` once per process driver (the root's ``worker.driver``)."""
+MODES = (*DRIVERS, "forkserver")
+"""The ways a pool makes its workers, which a test runs under when it runs once per mode:
+each driver, and the ``fork`` driver's fork server (``spawn = "forkserver"``)."""
+
+per_driver = pytest.mark.parametrize("root", MODES, indirect=True)
+"""Run a test taking ``root`` once per mode (:data:`MODES`)."""
+
+
+def mode_settings(mode: str | None) -> dict[str, Any]:
+    """The ``[worker]`` keys of a mode of :data:`MODES` (None: the defaults)."""
+    if mode == "forkserver":
+        return {"driver": "fork", "spawn": "forkserver"}
+    return {"driver": mode}
 
 
 @pytest.fixture
@@ -70,9 +82,9 @@ def runtime_root(short_root: Path) -> Path:
 def root(short_root: Path, request: pytest.FixtureRequest) -> Path:
     """A pool root (``coretsia.toml`` and the test sources, see :func:`pools.write_root`).
 
-    Its driver is the indirect parameter (:data:`per_driver`), else the default (``auto``).
+    Its mode is the indirect parameter (:data:`per_driver`), else the defaults.
     """
-    return write_root(short_root, driver=getattr(request, "param", None))
+    return write_root(short_root, **mode_settings(getattr(request, "param", None)))
 
 
 @pytest.fixture

@@ -56,6 +56,7 @@ from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
 from coretsia.worker_protocol.vocabulary import Driver, ShutdownPhase
 
 if TYPE_CHECKING:
+    from coretsia.guardian.fork_server_backend import ForkServerBackend
     from coretsia.guardian.proc_backend import ProcBackend
 
 _RECHECK_S: Final = 0.05
@@ -82,6 +83,7 @@ class Generation:
         self._me = psutil.Process()
         self._backend: Backend | None = None
         self._host: ProcBackend | None = None
+        self._fork_server: ForkServerBackend | None = None
         self._container = Container()
         self._quitting = False
 
@@ -100,6 +102,8 @@ class Generation:
             self.post(HostStarted(pid=helper))  # the namespace's init: known to the sweep
         env[PARENT_PID_ENV] = str(self._container.parent_pid)
         shared = (self._stop_read, self._fence_fd)
+        if self._hello.driver is Driver.FORK and self._hello.fork_server is not None:
+            return await self._start_fork_server(env, shared, self._hello.fork_server)
         if self._hello.driver is Driver.FORK:
             self._backend = ForkBackend(self._spawner, env, shared)
             return True
@@ -116,6 +120,21 @@ class Generation:
         nursery.start_soon(self._watch_host, self._host)
         return True
 
+    async def _start_fork_server(
+        self, env: dict[str, str], shared: tuple[int, int], argv: tuple[str, ...]
+    ) -> bool:
+        """``spawn = "forkserver"``: start the generation's fork server (imported only then)."""
+        from coretsia.guardian.fork_server_backend import ForkServerBackend
+
+        try:
+            server = await ForkServerBackend.start(self._spawner, env, shared, argv)
+        except OSError:
+            self.post(GenerationFailed(reason=Reason.PROCESS_HOST_FAILED))
+            return False
+        self._backend = self._fork_server = server
+        self.post(HostStarted(pid=server.pid))  # known to the supervisor's sweep
+        return True
+
     # -- events -------------------------------------------------------------------------
 
     def on_reaped(self, pid: int, status: int) -> None:
@@ -123,6 +142,10 @@ class Generation:
         slot = self._workers.pop(pid, None)
         if slot is not None:
             self.post(Exited(slot=slot, exit_kind=exit_kind(status)))
+        elif self._fork_server is not None and pid == self._fork_server.pid:
+            self._fork_server.reaped()
+            if not self._quitting:
+                self.post(GenerationFailed(reason=Reason.PROCESS_HOST_FAILED))
         elif self._spawning:
             # Maybe a worker whose spawn has not returned yet: it is not registered, and
             # must never be once reaped (its pid may be reused at any moment).

@@ -33,10 +33,15 @@ def available(level: Containment) -> bool:
     return True
 
 
-def resolve_containment(requested: ContainmentRequest) -> Containment:
-    """The level in force; ``worker.containment`` unavailable if an explicit one is not."""
+def resolve_containment(requested: ContainmentRequest, *, namespace: bool = True) -> Containment:
+    """The level in force; ``worker.containment`` unavailable if an explicit one is not.
+
+    ``namespace`` false (the fork server's spawn mode, which cannot run there): ``auto``
+    starts from ``cgroup``; an explicit ``namespace`` is left to the spawn mode's check.
+    """
     if requested is ContainmentRequest.AUTO:
-        return next((lvl for lvl in _STRONGEST_FIRST if available(lvl)), Containment.PROCESS)
+        levels = _STRONGEST_FIRST if namespace else _STRONGEST_FIRST[1:]
+        return next((lvl for lvl in levels if available(lvl)), Containment.PROCESS)
     level = Containment(requested.value)
     if not available(level):
         raise WorkerConfigError("worker.containment", ConfigRule.UNAVAILABLE)

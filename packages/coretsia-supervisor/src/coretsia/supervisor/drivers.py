@@ -1,4 +1,4 @@
-"""Resolution of the requested process driver and control transport (seed 000).
+"""Resolution of the requested process driver, spawn mode and control transport.
 
 ``auto`` is resolved deterministically, once, from what the platform offers; an explicit
 choice is honoured or refused, never silently replaced by the other one.
@@ -14,10 +14,26 @@ from __future__ import annotations
 import os
 import socket
 import sys
+from typing import TYPE_CHECKING, Final
 
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
-from coretsia.worker_protocol.vocabulary import Driver, DriverRequest, Transport, TransportRequest
+from coretsia.worker_protocol.vocabulary import (
+    Containment,
+    Driver,
+    DriverRequest,
+    Transport,
+    TransportRequest,
+)
+
+if TYPE_CHECKING:
+    from coretsia.supervisor.config import WorkerSettings
+
+FORK_SERVER_CODE: Final = "from coretsia.supervisor.fork_server import main; main()".ljust(512)
+"""What the generation's fork server runs, as ``python -c`` (like every worker's launcher).
+
+Padded with spaces: the room in which each forked worker writes its own command line, the
+launcher's, so that ``ps`` (and whoever looks for the launcher) sees what ``exec`` shows."""
 
 
 def unix_sockets() -> bool:
@@ -64,3 +80,29 @@ def resolve_transport(requested: TransportRequest) -> Transport:
     if requested is TransportRequest.UNIX and not unix:
         raise WorkerConfigError("worker.control.transport", ConfigRule.UNAVAILABLE)
     return Transport.UNIX if unix else Transport.TCP
+
+
+def fork_server_available() -> bool:
+    """What the fork server needs: ``fork``, and a pidfd to learn its intermediate is gone."""
+    return fork_available() and hasattr(os, "fork") and hasattr(os, "pidfd_open")
+
+
+def fork_server_argv(
+    worker: WorkerSettings, driver: Driver, containment: Containment
+) -> tuple[str, ...] | None:
+    """The fork server's argv for ``spawn = "forkserver"`` (None for ``exec``).
+
+    Refused (``worker.spawn``, unavailable) with the ``proc`` driver, whose proc host
+    spawns the workers, and with the ``namespace`` containment level, where a worker
+    left by the server's intermediate would be re-parented to the namespace's init
+    instead of the guardian; also where the platform has no pidfd (Linux 5.3, Python 3.9).
+    """
+    if worker.spawn.value == "exec":
+        return None
+    if driver is not Driver.FORK or containment is Containment.NAMESPACE:
+        raise WorkerConfigError("worker.spawn", ConfigRule.UNAVAILABLE)
+    if not fork_server_available():
+        raise WorkerConfigError("worker.spawn", ConfigRule.UNAVAILABLE)
+    paths = [f"--app-path={entry}" for entry in worker.app_path]
+    modules = [f"--preload={module}" for module in worker.preload]
+    return (sys.executable, "-c", FORK_SERVER_CODE, *(paths if modules else ()), *modules)

@@ -12,9 +12,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from coretsia.supervisor.config import PoolConfig
+from coretsia.supervisor.config import PoolConfig, SpawnMode
 from coretsia.supervisor.containment import resolve_containment
-from coretsia.supervisor.drivers import resolve_driver, resolve_transport
+from coretsia.supervisor.drivers import fork_server_argv, resolve_driver, resolve_transport
 from coretsia.supervisor.guardian_process import without_service_manager
 from coretsia.supervisor.platforms import require_supported_platform
 from coretsia.supervisor.process.ipc_resources import require_ipc
@@ -56,7 +56,9 @@ def run_supervisor(
     require_supported_platform()  # ProcessManager.start() comes here without the CLI
     driver = resolve_driver(config.worker.driver)
     transport = resolve_transport(config.control.transport)
-    containment = resolve_containment(config.worker.containment)
+    exec_mode = config.worker.spawn is SpawnMode.EXEC
+    containment = resolve_containment(config.worker.containment, namespace=exec_mode)
+    fork_server = fork_server_argv(config.worker, driver, containment)
     require_ipc(spec)  # like the driver: refused before anything is started
     metrics = _metrics_endpoint(config)
     runtime_dirs(root, config, transport)  # refused before anything is written outside
@@ -80,6 +82,7 @@ def run_supervisor(
         containment,
         umask,
         os.environ if hosted is None else without_service_manager(os.environ),
+        fork_server=fork_server,
         log_json=log_json,
         telemetry=_telemetry(config.observability.telemetry.value, metrics),
         metrics=metrics,

@@ -99,9 +99,11 @@ class Supervisor:
         telemetry: Telemetry = NO_TELEMETRY,
         metrics: MetricsEndpoint | None = None,
         on_running: Callable[[], None] | None = None,
+        fork_server: tuple[str, ...] | None = None,
     ) -> None:
         self._root = root
         self._on_running = on_running
+        self._fork_server = fork_server
         self._telemetry = telemetry
         self._metrics = metrics
         self._starting = telemetry.process("start")  # ends at running, or failed at shutdown
@@ -212,6 +214,7 @@ class Supervisor:
             force_kill_timeout_ms=config.budgets.force_kill_timeout_ms,
             umask=self._umask,
             log_json=self._log_json,
+            fork_server=self._fork_server,
         )
         with trio.CancelScope(shield=True):
             link = await GuardianLink.launch(self._root, hello, guardian_env(self._environ))

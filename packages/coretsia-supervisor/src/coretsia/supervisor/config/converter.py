@@ -35,7 +35,13 @@ import cattrs
 from cattrs.errors import AttributeValidationNote, IterableValidationNote
 from cattrs.gen import make_dict_structure_fn
 
-from coretsia.supervisor.config.records import PoolConfig, SourceOptions, TaskType, TelemetryMode
+from coretsia.supervisor.config.records import (
+    PoolConfig,
+    SourceOptions,
+    SpawnMode,
+    TaskType,
+    TelemetryMode,
+)
 from coretsia.supervisor.config.rules import DRIVER_ALIASES, key_of
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerLifecycleFailedError
@@ -140,7 +146,14 @@ def _make_converter() -> cattrs.Converter:
         converter.register_structure_hook(kind, _exact(kind))
     # By class, one by one: cattrs would otherwise find the `str` hook first for these
     # str-based enums (dispatch by class goes before predicates).
-    for members in (TaskType, DriverRequest, ContainmentRequest, TransportRequest, TelemetryMode):
+    for members in (
+        TaskType,
+        DriverRequest,
+        ContainmentRequest,
+        TransportRequest,
+        TelemetryMode,
+        SpawnMode,
+    ):
         converter.register_structure_hook(members, _member(members))
     converter.register_structure_hook_func(_is_array, _array)
     converter.register_structure_hook(SourceOptions, _source_options)

@@ -66,6 +66,14 @@ class TaskType(str, enum.Enum):
     HTTP = "http"
 
 
+class SpawnMode(str, enum.Enum):
+    """How the ``fork`` driver makes a worker: an interpreter each, or a fork of the
+    generation's fork server (see ``docs/architecture.md``)."""
+
+    EXEC = "exec"
+    FORKSERVER = "forkserver"
+
+
 class TelemetryMode(str, enum.Enum):
     """Whether the pool records seed 000's spans and metrics (see ``telemetry.py``)."""
 
@@ -101,6 +109,14 @@ class WorkerSettings:
     containment: ContainmentRequest = ContainmentRequest.AUTO
     """What keeps a generation's processes from outliving it (``auto``: the strongest
     level the machine offers); availability is checked by the containment resolver."""
+    spawn: SpawnMode = SpawnMode.EXEC
+    """``exec``: every worker a fresh interpreter; ``forkserver``: forked by the
+    generation's fork server (driver ``fork`` only; checked with the driver)."""
+    preload: tuple[str, ...] = attrs.field(
+        default=(), validator=each(is_dotted, ConfigRule.INVALID_TARGET, most=MAX_HOOKS)
+    )
+    """Modules the fork server imports before its first fork (``forkserver`` only): the
+    workers share their pages, at the price of artifact-only boot for those modules."""
 
 
 @attrs.frozen
@@ -342,6 +358,8 @@ class PoolConfig:
             "app_path": list(worker.app_path),
             "driver": worker.driver.value,
             "containment": worker.containment.value,
+            "spawn": worker.spawn.value,
+            "preload": list(worker.preload),
             "control_transport": self.control.transport.value,
             "tcp_host": self.tcp.host,
             "tcp_port": self.tcp.port,

@@ -55,6 +55,10 @@ class Hello(Frame, kw_only=True):
     root_id: str = field(kind=s.Hex(ROOT_ID_HEX_LEN))
     """The root's identity (a hash of its real path, not a secret): the mark that tells
     this root's processes and cgroups left behind from any other root's."""
+    fork_server: tuple[str, ...] | None = field(default=None, kind=s.Omissible(s.Array(s.TEXT)))
+    """``spawn = "forkserver"``: the argv of the generation's fork server, which the
+    guardian starts once and asks for every worker (:mod:`.fork_server`); left out (None):
+    every worker is a fresh interpreter of its own."""
 
 
 class Welcome(Frame, kw_only=True):

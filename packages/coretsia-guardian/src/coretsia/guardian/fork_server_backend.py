@@ -1,0 +1,125 @@
+"""``spawn = "forkserver"``: the ``fork`` driver's workers, forked by the generation's
+fork server instead of executed one interpreter each.
+
+The guardian starts the fork server (the argv the supervisor sent in ``hello``) from its
+spawner thread, like any child: it dies with the guardian (its parent-death signal) and
+lives in the generation's container (started after the container, so inside its
+cgroup). Each spawn sends it the worker's argv and the worker's three descriptors
+(:mod:`coretsia.worker_protocol.internal.fork_server`); the server closes its copies once
+it forked. The worker it answers with is the guardian's own child by then (re-parented
+to the guardian, a subreaper, before the reply), so everything else is
+:class:`~coretsia.guardian.backends.ForkBackend`'s: the one reaper reaps it, the
+guardian signals its group while it is unreaped.
+
+The fork server holds no descriptor of the generation between requests (not the stop
+pipe, not the fence), so it is not a process of the generation's lifetime: the shutdown
+phases spare it, and it is let go (its channel closed, then SIGKILL after the budget)
+once the workers are gone. If it dies before that, the generation fails with
+``worker-process-host-failed`` (it is this mode's host of the workers), and every spawn
+asked of it after that fails with the same reason; its workers already running are
+unaffected until the shutdown that follows.
+"""
+
+from __future__ import annotations
+
+import array
+import os
+import signal
+import socket
+from collections.abc import Mapping
+
+import trio
+
+from coretsia.guardian.backends import ForkBackend
+from coretsia.guardian.spawner import Spawner, SpawnRequest
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.internal.fork_server import (
+    MAX_MESSAGE,
+    decode_reply,
+    encode_request,
+)
+from coretsia.worker_protocol.internal.guardian import Spawned, SpawnFailed
+
+
+class ForkServerBackend(ForkBackend):
+    """Workers are the guardian's children, forked by the fork server on request."""
+
+    def __init__(
+        self,
+        spawner: Spawner,
+        env: Mapping[str, str],
+        shared_fds: tuple[int, int],
+        channel: trio.socket.SocketType,
+        pid: int,
+    ) -> None:
+        super().__init__(spawner, env, shared_fds)
+        self._channel = channel
+        self.pid = pid
+        self.gone = trio.Event()
+        """Set once the server answers no more (its channel ended, or it was reaped)."""
+        self._reaped = trio.Event()
+        self._turn = trio.Lock()  # one request at a time: the reply names no slot
+
+    @classmethod
+    async def start(
+        cls,
+        spawner: Spawner,
+        env: Mapping[str, str],
+        shared_fds: tuple[int, int],
+        argv: tuple[str, ...],
+    ) -> ForkServerBackend:
+        """Start the fork server; OSError if the OS refuses (its boot is not awaited:
+        a server that fails to boot answers no request, and its exit is reported)."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            pid = await spawner.spawn(SpawnRequest(argv, env, (theirs.fileno(),)))
+        except OSError:
+            ours.close()
+            raise
+        finally:
+            theirs.close()
+        return cls(spawner, env, shared_fds, trio.socket.from_stdlib_socket(ours), pid)
+
+    async def spawn(
+        self, slot: int, argv: tuple[str, ...], channel_fd: int
+    ) -> Spawned | SpawnFailed:
+        async with self._turn:
+            pid = await self._ask(argv, channel_fd) if not self.gone.is_set() else None
+        if pid is None:
+            reason = Reason.PROCESS_HOST_FAILED if self.gone.is_set() else Reason.FORK_FAILED
+            return SpawnFailed(slot=slot, reason=reason)
+        return Spawned(slot=slot, pid=pid)
+
+    async def _ask(self, argv: tuple[str, ...], channel_fd: int) -> int | None:
+        """One request and its reply; None if the server started no worker or is gone.
+
+        Shielded: a reply left unread would be taken for the next request's.
+        """
+        fds = array.array("i", (channel_fd, *self._shared_fds))
+        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
+        with trio.CancelScope(shield=True):
+            try:
+                await self._channel.sendmsg([encode_request(argv)], ancillary)
+                reply = await self._channel.recv(MAX_MESSAGE)
+            except OSError:
+                reply = b""
+        if not reply:
+            self.gone.set()
+        return decode_reply(reply)
+
+    def reaped(self) -> None:
+        """The guardian's reaper reaped the fork server."""
+        self.gone.set()
+        self._reaped.set()
+
+    def helper_pids(self) -> frozenset[int]:
+        return frozenset({self.pid})
+
+    async def close(self, budget_s: float) -> None:
+        """Close the channel (the server exits at its end); SIGKILL it after the budget."""
+        self._channel.close()
+        with trio.move_on_after(budget_s):
+            await self._reaped.wait()
+        if not self._reaped.is_set():
+            os.kill(self.pid, signal.SIGKILL)  # unreaped: the pid is still the server's
+            await self._reaped.wait()

@@ -1,0 +1,259 @@
+"""The fork server of one generation (``[worker] spawn = "forkserver"``). Internal.
+
+The guardian starts it once per generation, a fresh interpreter like any worker, and then
+asks it for each worker instead of executing a new interpreter: a fork costs about a
+millisecond where an interpreter start costs tens. It imports the launcher's boot
+modules (and the ``preload`` modules, if configured) and nothing else: never the
+application, the configuration or the supervisor. Each forked worker then runs exactly
+the launcher's artifact-only boot (:func:`coretsia.supervisor.launcher.main`), so a
+recycled worker is as fresh as the first: it is forked from this server, never from a
+used worker.
+
+Who owns the workers. The guardian stays their only reaper, as in the ``exec`` mode.
+For each request the server forks an *intermediate*, which forks the worker and exits
+at once; the worker is re-parented to the guardian (a child subreaper, and the nearest
+one: containment ``namespace`` is refused with this mode, because there the orphan
+would go to the namespace's init instead). The server reaps only its intermediates, by
+pid. The worker reports its pid on a pipe once it leads a session of its own (so the
+guardian may ``killpg`` it from the first instant), then waits on a pidfd of the
+intermediate until it is gone (re-parenting is complete when a pidfd reads ready), and
+only then arms its parent-death signal, against the guardian, in the launcher as
+always. The guardian registers the pid from the reply; an exit it reaps before then is
+matched to the spawn like any early exit.
+
+Per-worker freshness (what a fork would share with its siblings), see
+``docs/architecture.md``: descriptors (the worker keeps exactly 0 to 5, the server
+refuses to serve if a preload module left one open), threads (none: the server refuses
+to serve if a preload module started one), ``random`` (reseeded here, and by the
+``random`` module itself after every fork), signal dispositions (the server changes
+none, so a worker gets an interpreter's defaults, as after exec), ``sys.argv`` and
+``sys.orig_argv`` (the requested argv's, as after exec). The hash secret is the server's:
+shared by the workers of one generation, drawn afresh for each generation (unless the
+operator fixed ``PYTHONHASHSEED``).
+
+argv: ``--preload=<module>`` and ``--app-path=<root-relative directory>`` (only with
+preload modules), any number of times. Descriptors: 3, its channel to the
+guardian (:mod:`coretsia.worker_protocol.internal.fork_server`); nothing else. Exit
+statuses: 0 when the guardian closes the channel, 1 when the guardian is already gone,
+a preload failed or left a thread or a descriptor behind, 2 for a broken contract.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+
+from coretsia.worker_protocol.internal.fork_server import (
+    MAX_MESSAGE,
+    REQUEST_FDS,
+    decode_request,
+    encode_reply,
+)
+from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV, arm_parent_death, parent_matches
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Final, NoReturn
+
+CHANNEL_FD: Final = 3
+PRELOAD_ARG: Final = "--preload="
+APP_PATH_ARG: Final = "--app-path="
+_WORKER_FDS: Final = 3
+"""The worker's passed descriptors land on 3, 4 and 5, as after exec."""
+_FIRST_FREE: Final = _WORKER_FDS + REQUEST_FDS
+_HIGH_FD: Final = 10
+_MAX_FD_PROBE: Final = 4096
+_ARG_START: Final = 45
+"""``arg_start`` in ``/proc/self/stat`` (field 48), counted from the field after the name."""
+
+
+def main() -> None:
+    """Serve the guardian's requests until it closes the channel."""
+    if not arm_parent_death() or not parent_matches():
+        os._exit(1)  # the guardian is gone already (or did not start us)
+    paths = _values(APP_PATH_ARG)
+    modules = _values(PRELOAD_ARG)
+    if len(paths) + len(modules) != len(sys.argv) - 1:
+        os._exit(2)
+    parent = os.getppid()
+    channel = socket.socket(fileno=os.dup(CHANNEL_FD))
+    os.close(CHANNEL_FD)
+    if not _preload(paths, modules) or not _alone(channel.fileno()):
+        os._exit(1)
+    while True:
+        data, fds, _flags, _addr = socket.recv_fds(channel, MAX_MESSAGE, REQUEST_FDS)
+        if not data:
+            os._exit(0)  # the guardian closed the channel (or is gone)
+        argv = decode_request(data)
+        try:
+            pid = (
+                None
+                if argv is None or len(fds) != REQUEST_FDS
+                else _fork(argv, fds, channel, parent)
+            )
+        finally:
+            for fd in fds:
+                os.close(fd)
+        channel.sendall(encode_reply(pid))
+
+
+def _values(prefix: str) -> list[str]:
+    return [arg.removeprefix(prefix) for arg in sys.argv[1:] if arg.startswith(prefix)]
+
+
+def _preload(paths: list[str], modules: list[str]) -> bool:
+    """Import the ``preload`` modules before any fork, the application's directories
+    first on ``sys.path`` meanwhile (each worker's launcher puts them there again)."""
+    if not modules:
+        return True
+    import importlib
+
+    saved = list(sys.path)
+    root = os.getcwd()
+    sys.path[0:0] = [root if path == "." else os.path.join(root, path) for path in paths]
+    try:
+        for module in modules:
+            importlib.import_module(module)
+    except Exception:  # noqa: BLE001 - any failure refuses the generation, never a traceback
+        return False
+    finally:
+        sys.path[:] = saved
+    return True
+
+
+def _alone(channel_fd: int) -> bool:
+    """No thread and no descriptor but 0 to 2 and the channel: what a fork must not copy."""
+    threading = sys.modules.get("threading")
+    if threading is not None and threading.active_count() > 1:
+        return False
+    for fd in range(_WORKER_FDS, _MAX_FD_PROBE):
+        if fd != channel_fd:
+            try:
+                os.fstat(fd)
+            except OSError:
+                continue
+            return False
+    return True
+
+
+def _fork(argv: tuple[str, ...], fds: list[int], channel: socket.socket, parent: int) -> int | None:
+    """Fork the intermediate and read the worker's pid from it; None if none started."""
+    pid_read, pid_write = os.pipe()
+    try:
+        intermediate = os.fork()
+    except OSError:
+        os.close(pid_read)
+        os.close(pid_write)
+        return None
+    if intermediate == 0:
+        _intermediate(argv, fds, channel, parent, pid_read, pid_write)
+    os.close(pid_write)
+    os.waitpid(intermediate, 0)  # it exits at once; the worker is not ours to reap
+    with os.fdopen(pid_read, "rb") as report:
+        data = report.read(MAX_MESSAGE)
+    return int(data) if data.isdigit() else None
+
+
+def _intermediate(
+    argv: tuple[str, ...],
+    fds: list[int],
+    channel: socket.socket,
+    parent: int,
+    pid_read: int,
+    pid_write: int,
+) -> NoReturn:
+    """Fork the worker and exit: the worker is re-parented to the guardian."""
+    try:
+        os.close(pid_read)
+        gone = os.pidfd_open(os.getpid())
+        if os.fork() == 0:
+            _worker(argv, fds, channel, parent, pid_write, gone)
+    finally:
+        os._exit(0)
+
+
+def _worker(
+    argv: tuple[str, ...],
+    fds: list[int],
+    channel: socket.socket,
+    parent: int,
+    pid_write: int,
+    gone: int,
+) -> NoReturn:
+    """Become the worker: own session, re-parented, descriptors 3-5, exec's state; boot.
+
+    The launcher leaves through ``os._exit`` or ``SystemExit``; whatever else escapes
+    (this process is a fork of the server: nothing may unwind into the server's loop)
+    ends it with status 1.
+    """
+    try:
+        os.setsid()  # before the pid is told: the guardian signals the worker's group
+        os.write(pid_write, str(os.getpid()).encode())
+        os.close(pid_write)
+        import select
+
+        select.select([gone], [], [])  # the intermediate is gone: our parent is the guardian
+        os.close(gone)
+        os.close(channel.detach())
+        _descriptors(fds)
+        _fresh(argv, parent)
+        from coretsia.supervisor.launcher import leave
+        from coretsia.supervisor.launcher import main as launch
+
+        launch()
+    except SystemExit as leaving:
+        leave(leaving.code if isinstance(leaving.code, int) else 1)
+    finally:
+        os._exit(1)
+
+
+def _descriptors(fds: list[int]) -> None:
+    """The passed descriptors onto 3, 4, 5 (inheritable, as after exec); nothing else open.
+
+    Each goes above 5 first, so that ``dup2`` never maps one onto itself or onto another
+    that is still to be moved (they arrived at the lowest free numbers, 3 and up).
+    """
+    import fcntl
+
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD, _HIGH_FD) for fd in fds]
+    for i, fd in enumerate(high):
+        os.dup2(fd, _WORKER_FDS + i)
+    os.closerange(_FIRST_FREE, os.sysconf("SC_OPEN_MAX"))
+
+
+def _fresh(argv: tuple[str, ...], parent: int) -> None:
+    """What a fresh interpreter would have and a fork copies: argv (and the command line
+    others see), the parent's name, the ``random`` state (the module reseeds itself after
+    a fork too, if imported)."""
+    sys.argv = ["-c", *argv[3:]]
+    sys.orig_argv = list(argv)
+    _retitle(argv)
+    os.environ[PARENT_PID_ENV] = str(parent)
+    random = sys.modules.get("random")
+    if random is not None:
+        random.seed()
+
+
+def _retitle(argv: tuple[str, ...]) -> None:
+    """Show ``argv`` as this process's command line (``ps``, ``/proc/<pid>/cmdline``).
+
+    The kernel reads the command line from the process's own argv area, which a fork
+    copies: the area is rewritten in place, the way ``setproctitle`` does, truncated to
+    the room the server's command line left (its ``-c`` code is padded with spaces for
+    that) and the rest zeroed. Linux only; elsewhere the server's command line stays.
+    """
+    try:
+        with open("/proc/self/stat", "rb") as stat:
+            fields = stat.read().rpartition(b")")[2].split()
+        start, end = int(fields[_ARG_START]), int(fields[_ARG_START + 1])
+    except (OSError, ValueError, IndexError):
+        return
+    import ctypes
+
+    text = b"".join(arg.encode() + b"\0" for arg in argv)[: end - start - 1]
+    ctypes.memmove(start, text.ljust(end - start, b"\0"), end - start)
+
+
+if __name__ == "__main__":
+    main()
