@@ -16,17 +16,21 @@ from peers import FramedPeer
 from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, quick_and_slow_workers, signals_sent, site_env
 
 from coretsia.guardian._version import __version__
+from coretsia.supervisor.drivers import FORK_SERVER_CODE
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.internal.guardian import (
     Drained,
     Exited,
+    GenerationFailed,
     Hello,
+    HostStarted,
     Locked,
     Refused,
     Release,
     Released,
     Shutdown,
     Spawned,
+    SpawnFailed,
     Welcome,
     decode_guardian_frame,
     encode_guardian_frame,
@@ -74,6 +78,7 @@ def hello(
     driver: Driver = Driver.FORK,
     stop_timeout_ms: int = 1000,
     containment: Containment = Containment.PROCESS,
+    fork_server: tuple[str, ...] | None = None,
 ) -> bytes:
     return encode_guardian_frame(
         Hello(
@@ -85,6 +90,7 @@ def hello(
             log_json=False,
             containment=containment,
             root_id="0" * 16,
+            fork_server=fork_server,
         )
     )
 
@@ -287,3 +293,63 @@ def test_a_worker_that_exits_before_its_spawn_returns(
         if guardian.proc.poll() is None:  # a failed assertion above: end it, and its pipes
             guardian.proc.kill()
             guardian.finish()
+
+
+FORK_SERVER = (sys.executable, "-c", FORK_SERVER_CODE)
+
+
+def _released(guardian: Guardian) -> None:
+    """Shutdown, drained clean, release, released, exit 0."""
+    guardian.send(encode_guardian_frame(Shutdown()))
+    while not isinstance(drained := guardian.receive(), Drained):
+        assert isinstance(drained, Exited), drained
+    assert drained.clean
+    guardian.send(encode_guardian_frame(Release()))
+    assert isinstance(guardian.receive(), Released)
+    assert guardian.finish()[0] == 0
+
+
+def _with_fork_server(root: Path, argv: tuple[str, ...]) -> tuple[Guardian, HostStarted]:
+    """A guardian past ``locked`` with a fork server started from ``argv``, and its pid."""
+    guardian = Guardian(root)
+    guardian.send(hello(fork_server=argv))
+    assert isinstance(guardian.receive(), Welcome)
+    assert isinstance(guardian.receive(), Locked)
+    server = guardian.receive()
+    assert isinstance(server, HostStarted)
+    return guardian, server
+
+
+class TestForkServer:
+    """The guardian's side of ``spawn = "forkserver"``: it owns the forked workers, and a
+    fork server that is gone fails the generation and every spawn after it."""
+
+    def test_the_guardian_reaps_what_the_server_forked(self, runtime_root: Path) -> None:
+        """A forked worker (here, one that breaks the launcher's contract: exit 2) is the
+        guardian's: reported ``spawned`` with its pid, then ``exited`` by its reaper."""
+        guardian, server = _with_fork_server(runtime_root, FORK_SERVER)
+        channel = guardian.spawn(0, "pass")
+        spawned = guardian.receive()
+        assert isinstance(spawned, Spawned)
+        assert spawned.pid not in {server.pid, guardian.proc.pid}
+        assert guardian.receive() == Exited(slot=0, exit_kind="exit-nonzero")
+        channel.close()
+        _released(guardian)
+
+    @pytest.mark.parametrize("how", ["killed", "refused"])
+    def test_a_server_gone_fails_the_generation_and_later_spawns(
+        self, runtime_root: Path, how: str
+    ) -> None:
+        """SIGKILLed mid-run, or refusing to serve (a broken argv: exit 2 before its first
+        request): ``generation-failed`` and ``spawn-failed``, both
+        ``worker-process-host-failed``; the shutdown still drains and releases."""
+        argv = FORK_SERVER if how == "killed" else (*FORK_SERVER, "--no-such-argument")
+        guardian, server = _with_fork_server(runtime_root, argv)
+        if how == "killed":
+            os.kill(server.pid, signal.SIGKILL)
+        failed = GenerationFailed(reason=Reason.PROCESS_HOST_FAILED)
+        assert guardian.receive() == failed
+        channel = guardian.spawn(0, "pass")
+        assert guardian.receive() == SpawnFailed(slot=0, reason=Reason.PROCESS_HOST_FAILED)
+        channel.close()
+        _released(guardian)

@@ -144,16 +144,23 @@ class TestSupervisorDeath:
 
 
 class TestHelperDeath:
-    """SIGKILL of the guardian (either driver) or of the proc host, in every phase."""
+    """SIGKILL of the guardian (every mode) or of the workers' host (the proc host, the
+    fork server), in every phase."""
 
     @pytest.mark.parametrize("phase", ["spawning", "running", "stopping"])
-    @pytest.mark.parametrize("victim", ["guardian", "proc-host"])
+    @pytest.mark.parametrize("victim", ["guardian", "host"])
     def test_helper_sigkill(
-        self, root: Path, supervisors: Supervisors, driver: str, phase: str, victim: str
+        self,
+        root: Path,
+        supervisors: Supervisors,
+        driver: str,
+        spawn: str,
+        phase: str,
+        victim: str,
     ) -> None:
         """The workers die too; the supervisor fails with its token, removes its files, exits 1."""
-        if victim == "proc-host" and driver != "proc":
-            pytest.skip("the fork driver has no proc host")
+        if victim == "host" and driver == "fork" and spawn == "exec":
+            pytest.skip("the fork driver's exec mode has no host")
         task_source = {"spawning": "slow_ready", "running": "idle", "stopping": "stubborn"}[phase]
         _configure(root, task_source=f"lifecycle_app:{task_source}")
         supervisor: Supervisor = supervisors(root)
@@ -161,7 +168,10 @@ class TestHelperDeath:
             wait_for(lambda: len(supervisor.workers()) == 2)
         else:
             supervisor.wait_running()
-        helper = supervisor.guardian() if victim == "guardian" else supervisor.proc_host()
+        if victim == "guardian":
+            helper = supervisor.guardian()
+        else:
+            helper = supervisor.proc_host() if driver == "proc" else supervisor.fork_server()
         if phase == "stopping":
             with _stopping(root):
                 killed_at = _kill(helper)
@@ -198,7 +208,7 @@ class TestDescendants:
         _assert_contained(root, ended_at)
 
     def test_adopted_orphans_are_reaped_at_once(
-        self, root: Path, supervisors: Supervisors, containment: str
+        self, root: Path, supervisors: Supervisors, containment: str, spawn: str
     ) -> None:
         """An escapee that lost its parent is reaped as soon as it dies: no zombie lingers.
 
@@ -212,10 +222,12 @@ class TestDescendants:
         adopter = supervisor.guardian()
         if containment == "namespace":
             (adopter,) = supervisor._named(INIT_MODULE)
+        server = supervisor.fork_server().pid if spawn == "forkserver" else None
 
         def adopted() -> set[int]:
-            """The adopter's childless children: workers and the proc host have children."""
-            return {p.pid for p in adopter.children() if not _children(p)}
+            """The adopter's childless children: workers and the proc host have children,
+            the fork server (between two forks) none."""
+            return {p.pid for p in adopter.children() if not _children(p) and p.pid != server}
 
         wait_for(lambda: len(adopted()) == 2)  # each worker's double-forked escapee
         escapees = adopted()

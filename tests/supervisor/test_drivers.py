@@ -17,17 +17,24 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pools
 import pytest
 from site_hooks import site_env
 
 from coretsia.guardian.containers import INIT_MODULE
+from coretsia.supervisor.containment import available
 from coretsia.supervisor.drivers import resolve_driver, resolve_transport
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
-from coretsia.worker_protocol.vocabulary import Driver, DriverRequest, Transport, TransportRequest
+from coretsia.worker_protocol.vocabulary import (
+    Containment,
+    Driver,
+    DriverRequest,
+    Transport,
+    TransportRequest,
+)
 
 AUTO, FORK, PROC = DriverRequest.AUTO, DriverRequest.FORK, DriverRequest.PROC
 R = TypeVar("R")
@@ -109,7 +116,7 @@ def test_transport_resolution(platform: str, requested: TransportRequest) -> Non
 
 WITHOUT = """
 import os, socket, sys
-for owner, name in ((os, "posix_spawn"), (socket, "send_fds")):
+for owner, name in ((os, "posix_spawn"), (socket, "send_fds"), (os, "pidfd_open")):
     if name in sys.argv[1].split(","):
         delattr(owner, name)
 del sys.argv[1]
@@ -207,3 +214,42 @@ def test_a_failed_spawn_never_falls_back_to_the_other_driver(
     else:
         assert by_guardian == [[sys.executable, "-m", "coretsia.proc_host"]]
         assert len(hosts) == 1
+
+
+class TestSpawnMode:
+    """``spawn = "forkserver"`` runs with the ``fork`` driver at the ``cgroup`` and
+    ``process`` levels only; anything else is refused, never a quiet ``exec``."""
+
+    @pytest.mark.parametrize(
+        "settings",
+        [{"driver": "proc"}, {"driver": "fork", "containment": "namespace"}],
+        ids=["proc", "namespace"],
+    )
+    def test_refused_where_the_guardian_could_not_own_the_workers(
+        self, root: Path, settings: dict[str, Any]
+    ) -> None:
+        """The proc host spawns workers itself; in a PID namespace an orphan goes to the
+        namespace's init, never to the guardian outside it."""
+        if settings.get("containment") == "namespace" and not available(Containment.NAMESPACE):
+            pytest.skip("containment namespace is not available here")
+        pools.write_root(root, spawn="forkserver", **settings)
+        pools.assert_start_refused(root, "worker.spawn", "unavailable")
+
+    def test_refused_without_a_pidfd(self, root: Path) -> None:
+        """A worker learns it was adopted from a pidfd of its intermediate."""
+        pools.write_root(root, spawn="forkserver", driver="fork")
+        command = (sys.executable, "-c", WITHOUT, "pidfd_open")
+        pools.assert_start_refused(root, "worker.spawn", "unavailable", command=command)
+
+    def test_auto_containment_is_the_strongest_it_can_run_in(
+        self, root: Path, supervisors: pools.Supervisors
+    ) -> None:
+        """``cgroup`` where the machine has it, else ``process``; never ``namespace``."""
+        pools.write_root(root, spawn="forkserver", containment="auto", workers=1)
+        supervisor = supervisors.running(root)
+        status = json.loads(pools.cli(root, "status", "--json").stdout)
+        expected = "cgroup" if available(Containment.CGROUP) else "process"
+        assert status["containment"] == expected
+        supervisor.fork_server()  # exactly one
+        assert pools.cli(root, "stop").returncode == 0
+        assert supervisor.finish() == 0

@@ -225,6 +225,10 @@ class Supervisor:
         (host,) = self._named("coretsia.proc_host")
         return host
 
+    def fork_server(self) -> psutil.Process:
+        (server,) = self._named("coretsia.supervisor.fork_server")
+        return server
+
 
 class Supervisors:
     """The supervisors a test started (call it like :class:`Supervisor`); :meth:`close`

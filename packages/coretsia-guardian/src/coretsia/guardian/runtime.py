@@ -63,6 +63,8 @@ _RECHECK_S: Final = 0.05
 _STUCK_RECHECK_S: Final = 1.0
 # A grandchild that dies while its own parent lives sends us no SIGCHLD; during shutdown
 # only, liveness is re-checked at this period as well as on every reap.
+_FORK_SERVER_SLOT: Final = -1
+"""The fork server's own start, among the pending spawns (no worker has this slot)."""
 
 
 class Generation:
@@ -123,17 +125,32 @@ class Generation:
     async def _start_fork_server(
         self, env: dict[str, str], shared: tuple[int, int], argv: tuple[str, ...]
     ) -> bool:
-        """``spawn = "forkserver"``: start the generation's fork server (imported only then)."""
+        """``spawn = "forkserver"``: start the generation's fork server (imported only then).
+
+        Its start counts as a pending spawn: a server that exits before ``start`` returns
+        is reaped meanwhile, and must be known as gone, not waited for (nor killed) later.
+        """
         from coretsia.guardian.fork_server_backend import ForkServerBackend
 
+        self._spawning.add(_FORK_SERVER_SLOT)
         try:
             server = await ForkServerBackend.start(self._spawner, env, shared, argv)
         except OSError:
             self.post(GenerationFailed(reason=Reason.PROCESS_HOST_FAILED))
             return False
+        finally:
+            self._spawning.discard(_FORK_SERVER_SLOT)
         self._backend = self._fork_server = server
         self.post(HostStarted(pid=server.pid))  # known to the supervisor's sweep
+        if self._early_reaps.pop(server.pid, None) is not None:
+            self._fork_server_gone(server)
         return True
+
+    def _fork_server_gone(self, server: ForkServerBackend) -> None:
+        """The fork server was reaped: before the shutdown, the generation has failed."""
+        server.reaped()
+        if not self._quitting:
+            self.post(GenerationFailed(reason=Reason.PROCESS_HOST_FAILED))
 
     # -- events -------------------------------------------------------------------------
 
@@ -143,9 +160,7 @@ class Generation:
         if slot is not None:
             self.post(Exited(slot=slot, exit_kind=exit_kind(status)))
         elif self._fork_server is not None and pid == self._fork_server.pid:
-            self._fork_server.reaped()
-            if not self._quitting:
-                self.post(GenerationFailed(reason=Reason.PROCESS_HOST_FAILED))
+            self._fork_server_gone(self._fork_server)
         elif self._spawning:
             # Maybe a worker whose spawn has not returned yet: it is not registered, and
             # must never be once reaped (its pid may be reused at any moment).

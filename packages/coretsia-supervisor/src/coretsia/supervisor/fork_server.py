@@ -24,8 +24,8 @@ matched to the spawn like any early exit.
 Per-worker freshness (what a fork would share with its siblings), see
 ``docs/architecture.md``: descriptors (the worker keeps exactly 0 to 5, the server
 refuses to serve if a preload module left one open), threads (none: the server refuses
-to serve if a preload module started one), ``random`` (reseeded here, and by the
-``random`` module itself after every fork), signal dispositions (the server changes
+to serve if a preload module started one), ``random`` (reseeded by the module itself
+after every fork, or seeded at its import in the worker), signal dispositions (the server changes
 none, so a worker gets an interpreter's defaults, as after exec), ``sys.argv`` and
 ``sys.orig_argv`` (the requested argv's, as after exec). The hash secret is the server's:
 shared by the workers of one generation, drawn afresh for each generation (unless the
@@ -224,15 +224,12 @@ def _descriptors(fds: list[int]) -> None:
 
 def _fresh(argv: tuple[str, ...], parent: int) -> None:
     """What a fresh interpreter would have and a fork copies: argv (and the command line
-    others see), the parent's name, the ``random`` state (the module reseeds itself after
-    a fork too, if imported)."""
+    others see), the parent's name. (``random``, if a preload imported it, reseeds itself
+    in every forked child: CPython registers that at-fork hook.)"""
     sys.argv = ["-c", *argv[3:]]
     sys.orig_argv = list(argv)
     _retitle(argv)
     os.environ[PARENT_PID_ENV] = str(parent)
-    random = sys.modules.get("random")
-    if random is not None:
-        random.seed()
 
 
 def _retitle(argv: tuple[str, ...]) -> None:
