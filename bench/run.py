@@ -33,7 +33,8 @@ Options: ``--runs`` (default 3), ``--quick`` (N = 8 and 64 only, 2 s idle window
 run), ``--no-1024`` (skip the N = 1024 start), ``--only`` (some of start, s3, boot, s4,
 s5, s6, s7, big), ``--no-compile`` (measure without first compiling missing ``.pyc``),
 ``--wait-idle SECONDS`` (first wait, at most that long, until no pytest or nox process
-other than our own ancestors runs).
+other than our own ancestors runs), ``--spawn exec|forkserver`` and ``--containment LEVEL``
+(every pool's ``[worker]`` key; S5's ``proc`` pool refuses ``forkserver``).
 
 This script is the entry point only: the pools, the floor's runs, each group of scenarios
 and the table are modules of ``pool_bench/`` beside it, and what the queue benchmark
@@ -53,7 +54,7 @@ from pool_bench.control import scenario_control
 from pool_bench.floors import cleanup_floors
 from pool_bench.idle import IDLE_WINDOW_S, scenario_idle
 from pool_bench.lifecycle import scenario_boot, scenario_containment, scenario_recycle
-from pool_bench.pools import cleanup_pools, running_pool
+from pool_bench.pools import WORKER_SETTINGS, cleanup_pools, running_pool
 from pool_bench.start import BIG, START_SIZES, scenario_big, scenario_start_stop
 from pool_bench.table import table
 from pool_bench.task_loop import scenario_task_loop
@@ -67,12 +68,18 @@ def main() -> int:
     parser.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS")
     parser.add_argument("--no-compile", dest="compile", action="store_false")
     parser.add_argument("--only", default="", help="comma-separated: start,big,s3,boot,s4,s5,s6,s7")
+    parser.add_argument("--spawn", choices=("exec", "forkserver"), help="every pool's spawn mode")
+    parser.add_argument("--containment", help="every pool's containment level")
     args = parser.parse_args()
     if args.runs < 1:
         parser.error("--runs must be at least 1")
 
     results, started = begin(args.runs, args.wait_idle, args.compile)
     only = set(filter(None, args.only.split(",")))
+    for key in ("spawn", "containment"):
+        if getattr(args, key) is not None:
+            WORKER_SETTINGS[key] = getattr(args, key)
+            results.notes.append(f"every pool: {key} = {getattr(args, key)}")
 
     def wanted(name: str) -> bool:
         return not only or name in only

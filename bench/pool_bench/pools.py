@@ -32,6 +32,10 @@ DEADLINE_S = 120.0
 """Bound on any single wait of the benchmark (a start of 1024 workers included)."""
 
 
+WORKER_SETTINGS: dict[str, object] = {}
+"""``[worker]`` keys every pool of this run gets (``run.py --spawn``, ``--containment``)."""
+
+
 def log(message: str) -> None:
     print(f"[bench {time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
@@ -52,6 +56,7 @@ def project_root(workers: int, **settings: object) -> Path:
         "start_timeout_ms": int(DEADLINE_S * 1000),
         "stop_timeout_ms": 10000,
         "force_kill_timeout_ms": 1000,
+        **WORKER_SETTINGS,
         **settings,
     }
     lines = ["[worker]"]

@@ -21,6 +21,7 @@ from coretsia.supervisor.config import (
     ProcessSettings,
     ProcessTable,
     RuntimePaths,
+    SpawnMode,
     TaskType,
     TcpSettings,
     TelemetryMode,
@@ -210,6 +211,20 @@ def test_containment_levels(level: str) -> None:
     assert config.worker.containment is ContainmentRequest(level)
     assert config.to_generation_dict()["containment"] == level
     assert PoolConfig().worker.containment is ContainmentRequest.AUTO
+
+
+def test_spawn_modes_and_preload() -> None:
+    """``exec`` by default; ``forkserver`` as written; preload modules are dotted names."""
+    assert PoolConfig().worker.spawn is SpawnMode.EXEC
+    config = parse_config({"spawn": "forkserver", "preload": ["numpy", "app.models"]})
+    assert config.worker.spawn is SpawnMode.FORKSERVER
+    assert config.to_generation_dict()["preload"] == ["numpy", "app.models"]
+    with pytest.raises(WorkerConfigError) as info:
+        parse_config({"spawn": "vfork"})
+    assert (info.value.key, info.value.rule) == ("worker.spawn", ConfigRule.NOT_ONE_OF)
+    with pytest.raises(WorkerConfigError) as info:
+        parse_config({"preload": ["numpy", "app:models"]})
+    assert (info.value.key, info.value.rule) == ("worker.preload[1]", ConfigRule.INVALID_TARGET)
 
 
 @pytest.mark.parametrize("transport", ["auto", "unix", "tcp"])

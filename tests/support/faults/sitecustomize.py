@@ -16,7 +16,8 @@ Faults (``CORETSIA_TEST_FAULT``, and ``CORETSIA_TEST_FAULT_ARG`` where one is ne
     like to it. Removing the file is the survivor finally dying.
 ``fork-refused``
     The OS refuses to create a worker process (``EAGAIN``, as under a process limit):
-    the guardian's spawn with ``fork``, the proc host's ``Popen`` with ``proc``.
+    the guardian's spawn with ``fork``, the proc host's ``Popen`` with ``proc``, the fork
+    server's fork with ``spawn = "forkserver"``.
 ``locator-unwritable``
     The supervisor's write of the private locator fails (``ENOSPC``, a full disk).
 ``supervisor-raises``
@@ -121,6 +122,13 @@ def _fork_refused_in_proc_host(host: ModuleType) -> None:
     host.subprocess.Popen = refusing_popen
 
 
+def _fork_refused_in_fork_server(server: ModuleType) -> None:
+    def refusing_fork() -> int:
+        raise _refused()
+
+    server.os.fork = refusing_fork  # the fork server's own process: it forks nothing else
+
+
 def _locator_unwritable(files: ModuleType) -> None:
     write_atomic = files.write_atomic
 
@@ -144,6 +152,7 @@ FAULTS: dict[str, list[tuple[str, Patch]]] = {
     "fork-refused": [
         ("coretsia.guardian.spawner", _fork_refused_in_guardian),
         ("coretsia.proc_host.host", _fork_refused_in_proc_host),
+        ("coretsia.supervisor.fork_server", _fork_refused_in_fork_server),
     ],
     "locator-unwritable": [("coretsia.supervisor.files", _locator_unwritable)],
     "supervisor-raises": [("coretsia.supervisor.runtime_files", _supervisor_raises)],

@@ -101,6 +101,10 @@ class GuardianEvents:
             elif isinstance(frame, SpawnFailed):
                 if frame.reason is Reason.FORK_FAILED:
                     self.pool.fail(WorkerForkFailedError())
+                elif frame.reason is Reason.PROCESS_HOST_FAILED:
+                    # The host (proc host, fork server) is gone: its own failure, whichever
+                    # of this and its ``generation-failed`` arrives first.
+                    self.pool.fail(error_for(frame.reason))
                 else:
                     self.pool.fail(WorkerStartFailedError(Reason.CHILD_START_FAILED))
             elif isinstance(frame, Phase):
