@@ -63,35 +63,39 @@ _WORKER_FDS: Final = 3
 """The worker's passed descriptors land on 3, 4 and 5, as after exec."""
 _FIRST_FREE: Final = _WORKER_FDS + REQUEST_FDS
 _HIGH_FD: Final = 10
-_MAX_FD_PROBE: Final = 4096
 _ARG_START: Final = 45
 """``arg_start`` in ``/proc/self/stat`` (field 48), counted from the field after the name."""
 
 
 def main() -> None:
-    """Serve the guardian's requests until it closes the channel."""
+    """Serve the guardian's requests until it closes the channel; never a traceback."""
     if not arm_parent_death() or not parent_matches():
         os._exit(1)  # the guardian is gone already (or did not start us)
     paths = _values(APP_PATH_ARG)
     modules = _values(PRELOAD_ARG)
     if len(paths) + len(modules) != len(sys.argv) - 1:
         os._exit(2)
-    parent = os.getppid()
-    channel = socket.socket(fileno=os.dup(CHANNEL_FD))
-    os.close(CHANNEL_FD)
-    if not _preload(paths, modules) or not _alone(channel.fileno()):
+    channel = socket.socket(fileno=CHANNEL_FD)
+    if not _preload(paths, modules) or not _alone(CHANNEL_FD):
         os._exit(1)
+    try:
+        _serve(channel, os.getppid())
+    except OSError:  # the guardian is gone (the reply could not be sent)
+        os._exit(0)
+    except BaseException:  # noqa: BLE001 - a bug: exit as refused, without a traceback
+        os._exit(1)
+
+
+def _serve(channel: socket.socket, parent: int) -> NoReturn:
+    """One request at a time: fork the worker, close our copies, reply."""
     while True:
         data, fds, _flags, _addr = socket.recv_fds(channel, MAX_MESSAGE, REQUEST_FDS)
         if not data:
             os._exit(0)  # the guardian closed the channel (or is gone)
         argv = decode_request(data)
         try:
-            pid = (
-                None
-                if argv is None or len(fds) != REQUEST_FDS
-                else _fork(argv, fds, channel, parent)
-            )
+            whole = argv is not None and len(fds) == REQUEST_FDS
+            pid = _fork(argv, fds, channel, parent) if whole and argv is not None else None
         finally:
             for fd in fds:
                 os.close(fd)
@@ -115,7 +119,7 @@ def _preload(paths: list[str], modules: list[str]) -> bool:
     try:
         for module in modules:
             importlib.import_module(module)
-    except Exception:  # noqa: BLE001 - any failure refuses the generation, never a traceback
+    except BaseException:  # noqa: BLE001 - any failure refuses the generation, no traceback
         return False
     finally:
         sys.path[:] = saved
@@ -123,18 +127,15 @@ def _preload(paths: list[str], modules: list[str]) -> bool:
 
 
 def _alone(channel_fd: int) -> bool:
-    """No thread and no descriptor but 0 to 2 and the channel: what a fork must not copy."""
-    threading = sys.modules.get("threading")
-    if threading is not None and threading.active_count() > 1:
+    """No thread and no descriptor but 0 to 2 and the channel: what a fork must not copy.
+
+    A listing of ``/proc/self/fd`` holds one more, its own; anything beyond is a
+    descriptor a preload module left open.
+    """
+    if len(os.listdir("/proc/self/task")) > 1:
         return False
-    for fd in range(_WORKER_FDS, _MAX_FD_PROBE):
-        if fd != channel_fd:
-            try:
-                os.fstat(fd)
-            except OSError:
-                continue
-            return False
-    return True
+    kept = {"0", "1", "2", str(channel_fd)}
+    return len(set(os.listdir("/proc/self/fd")) - kept) <= 1
 
 
 def _fork(argv: tuple[str, ...], fds: list[int], channel: socket.socket, parent: int) -> int | None:
