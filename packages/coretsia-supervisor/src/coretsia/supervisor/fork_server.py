@@ -3,11 +3,11 @@
 The guardian starts it once per generation, a fresh interpreter like any worker, and then
 asks it for each worker instead of executing a new interpreter: a fork costs about a
 millisecond where an interpreter start costs tens. It imports the launcher's boot
-modules (and the ``preload`` modules, if configured) and nothing else: never the
-application, the configuration or the supervisor. Each forked worker then runs exactly
-the launcher's artifact-only boot (:func:`coretsia.supervisor.launcher.main`), so a
-recycled worker is as fresh as the first: it is forked from this server, never from a
-used worker.
+modules (:data:`BOOT_MODULES`; and the ``preload`` modules, if configured) and nothing
+else: never the application, the configuration or the supervisor process's modules.
+Each forked worker then runs exactly the launcher's artifact-only boot
+(:func:`coretsia.supervisor.launcher.main`), so a recycled worker is as fresh as the
+first: it is forked from this server, never from a used worker.
 
 Who owns the workers. The guardian stays their only reaper, as in the ``exec`` mode.
 For each request the server forks an *intermediate*, which forks the worker and exits
