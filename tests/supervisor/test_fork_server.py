@@ -61,7 +61,8 @@ def test_the_fork_server_imports_the_boot_modules_and_nothing_else(tmp_path: Pat
         )
     ours.close()  # the server reads the end of its channel once it is up
     assert proc.wait(timeout=30) == 0
-    lines = [line for line in (tmp_path / "imports.log").read_text().splitlines() if line.startswith("import time:")]
+    logged = (tmp_path / "imports.log").read_text().splitlines()
+    lines = [line for line in logged if line.startswith("import time:")]
     modules = {line.rsplit("|", 1)[1].strip() for line in lines}
     assert set(BOOT_MODULES) <= modules
     assert [name for name in NEVER_IMPORTED if name in modules] == []

@@ -9,6 +9,9 @@ import os
 import threading
 import time
 
+# Installed beside it in every test root (not where the type checker looks).
+from lifecycle_app import IdleSource  # type: ignore[import-not-found]
+
 with open("preload-imports.log", "a") as _log:
     _log.write(f"{os.getpid()}\n")
 
@@ -19,17 +22,6 @@ if _BREAK == "thread":
     threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
 if _BREAK == "file":
     _kept = open("preload-imports.log")  # noqa: SIM115 - left open on purpose
-
-
-class IdleSource:
-    def __init__(self, ctx):
-        self.ctx = ctx
-
-    def assert_ready(self):
-        pass
-
-    def receive(self):
-        self.ctx.wait_for_stop(None)
 
 
 def idle(ctx):

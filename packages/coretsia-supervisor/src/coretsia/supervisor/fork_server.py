@@ -216,8 +216,8 @@ def _worker(
         os.close(channel.detach())
         _descriptors(fds)
         _fresh(argv, parent)
-        from coretsia.supervisor.launcher import leave
         from coretsia.supervisor.launcher import main as launch
+        from coretsia.supervisor.worker import leave
 
         launch()
     except SystemExit as leaving:
