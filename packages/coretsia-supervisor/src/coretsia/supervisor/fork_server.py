@@ -66,6 +66,7 @@ _HIGH_FD: Final = 10
 BOOT_MODULES: Final = (
     "coretsia.supervisor.launcher",
     "coretsia.supervisor.generation",
+    "coretsia.supervisor.runtime_guard",
     "coretsia.supervisor.stop_signal",
     "coretsia.supervisor.telemetry",
     "coretsia.supervisor.worker.channel",
