@@ -11,7 +11,7 @@ Python's audit events (PEP 578), which the interpreter raises before each operat
 * ``locator``: it renames the private locator into place;
 * ``locator-removed lock-held`` (or ``lock-free``): it unlinks the locator, and whether
   the lifecycle lock was still held at that moment;
-* ``worker``: a worker interpreter starts.
+* ``worker``: a worker interpreter starts (with the fork server: it forks for a worker).
 
 Each supervisor line also says whether SIGTERM was already handled (``sigterm-handled``
 or ``sigterm-default``). Every process appends whole lines to one file
@@ -90,6 +90,14 @@ if _LOG is not None:
         sys.addaudithook(_audit)
     elif any(arg.startswith("--coretsia-worker-artifact-root=") for arg in sys.orig_argv):
         _write("worker")
+    elif "coretsia.supervisor.fork_server" in " ".join(sys.orig_argv):
+        _server = os.getpid()  # a worker starts when the server forks for it
+
+        def _forked(name, args):
+            if name == "os.fork" and os.getpid() == _server:
+                _write("worker")
+
+        sys.addaudithook(_forked)
 """
 
 
