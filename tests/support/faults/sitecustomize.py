@@ -132,10 +132,10 @@ def _fork_refused_in_fork_server(server: ModuleType) -> None:
 def _locator_unwritable(files: ModuleType) -> None:
     write_atomic = files.write_atomic
 
-    def failing_write(path: Any, data: bytes, tmp: Any = None) -> None:
+    def failing_write(path: Any, data: bytes, tmp: Any = None, **options: Any) -> None:
         if os.path.basename(path) == "worker.lifecycle.json":
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        write_atomic(path, data, tmp)
+        write_atomic(path, data, tmp, **options)
 
     vars(files)["write_atomic"] = failing_write
 
