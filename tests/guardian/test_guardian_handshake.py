@@ -309,9 +309,11 @@ def _released(guardian: Guardian) -> None:
     assert guardian.finish()[0] == 0
 
 
-def _with_fork_server(root: Path, argv: tuple[str, ...]) -> tuple[Guardian, HostStarted]:
+def _with_fork_server(
+    root: Path, argv: tuple[str, ...], env: dict[str, str] | None = None
+) -> tuple[Guardian, HostStarted]:
     """A guardian past ``locked`` with a fork server started from ``argv``, and its pid."""
-    guardian = Guardian(root)
+    guardian = Guardian(root, env)
     guardian.send(hello(fork_server=argv))
     assert isinstance(guardian.receive(), Welcome)
     assert isinstance(guardian.receive(), Locked)
@@ -353,3 +355,39 @@ class TestForkServer:
         assert guardian.receive() == SpawnFailed(slot=0, reason=Reason.PROCESS_HOST_FAILED)
         channel.close()
         _released(guardian)
+
+
+HUNG_FORK_SERVER = """
+import sys
+if "coretsia.guardian" in sys.orig_argv:
+    import coretsia.guardian.fork_server_backend as backend
+    backend.REPLY_TIMEOUT_S = 0.5
+elif any("coretsia.supervisor.fork_server" in arg for arg in sys.orig_argv):
+    import time
+    import coretsia.supervisor.fork_server as server
+    server._fork = lambda *args: time.sleep(3600)
+"""
+"""A fork server that never answers, and a guardian that waits half a second for it."""
+
+
+def test_a_hung_fork_server_is_killed_and_fails_the_generation(
+    runtime_root: Path, tmp_path: Path
+) -> None:
+    """No reply within the bound: the spawn fails, the server is SIGKILLed (never asked
+    again, so no late reply is misread), and its reap fails the generation."""
+    guardian = Guardian(
+        runtime_root, site_env(tmp_path / "site", HUNG_FORK_SERVER, dict(os.environ))
+    )
+    guardian.send(hello(fork_server=FORK_SERVER))
+    assert isinstance(guardian.receive(), Welcome)
+    assert isinstance(guardian.receive(), Locked)
+    server = guardian.receive()
+    assert isinstance(server, HostStarted)
+    channel = guardian.spawn(0, "pass")
+    frames = {guardian.receive(), guardian.receive()}
+    assert frames == {
+        SpawnFailed(slot=0, reason=Reason.PROCESS_HOST_FAILED),
+        GenerationFailed(reason=Reason.PROCESS_HOST_FAILED),
+    }
+    channel.close()
+    _released(guardian)

@@ -27,6 +27,7 @@ import os
 import signal
 import socket
 from collections.abc import Mapping
+from typing import Final
 
 import trio
 
@@ -39,6 +40,9 @@ from coretsia.worker_protocol.internal.fork_server import (
     encode_request,
 )
 from coretsia.worker_protocol.internal.guardian import Spawned, SpawnFailed
+
+REPLY_TIMEOUT_S: Final = 30.0
+"""Bound on one request's reply (the fork server forks and answers in milliseconds)."""
 
 
 class ForkServerBackend(ForkBackend):
@@ -93,16 +97,22 @@ class ForkServerBackend(ForkBackend):
     async def _ask(self, argv: tuple[str, ...], channel_fd: int) -> int | None:
         """One request and its reply; None if the server started no worker or is gone.
 
-        Shielded: a reply left unread would be taken for the next request's.
+        Shielded: a reply left unread would be taken for the next request's. Bounded: a
+        server that has not answered within :data:`REPLY_TIMEOUT_S` (a fork is
+        milliseconds) is hung; it is SIGKILLed and never asked again, so no late reply can
+        be misread, and its reap fails the generation.
         """
         fds = array.array("i", (channel_fd, *self._shared_fds))
         ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
-        with trio.CancelScope(shield=True):
+        reply = b""
+        with trio.CancelScope(shield=True), trio.move_on_after(REPLY_TIMEOUT_S) as waited:
             try:
                 await self._channel.sendmsg([encode_request(argv)], ancillary)
                 reply = await self._channel.recv(MAX_MESSAGE)
             except OSError:
-                reply = b""
+                pass
+        if waited.cancelled_caught and not self._reaped.is_set():
+            os.kill(self.pid, signal.SIGKILL)  # unreaped: the pid is still the server's
         if not reply:
             self.gone.set()
         return decode_reply(reply)
