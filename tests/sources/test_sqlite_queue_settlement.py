@@ -32,6 +32,7 @@ class TestEnqueueAndLease:
         assert one.attempts == 0
         assert len(one.token) == 32
         assert one.token != two.token
+        assert one.token not in repr(one)  # the lease's secret stays out of any log line
 
     def test_payloads_round_trip_exactly(self, queue: SqliteQueue) -> None:
         payloads = ["", " spaced ", "line\nbreak", "nul\0byte", "ünïcødé ☃", "x" * 100_000]

@@ -14,7 +14,7 @@ talks to the database.
 
 from __future__ import annotations
 
-import secrets
+import os
 import sqlite3
 import time
 from collections.abc import Iterable
@@ -78,7 +78,7 @@ def lease(conn: Connection, generation: str) -> Message | None:
     exists = "SELECT EXISTS (SELECT 1 FROM messages WHERE state = 'pending')"
     if not conn.rows(exists)[0][0]:
         return None
-    token = secrets.token_hex(16)
+    token = os.urandom(16).hex()
     taken = (generation, token, time.time())
     if _RETURNING:
         rows = conn.rows(
@@ -95,7 +95,7 @@ def lease(conn: Connection, generation: str) -> Message | None:
 
 def ack_and_lease(conn: Connection, message: Message, generation: str) -> Message | None:
     """Acknowledge ``message`` and lease the next pending one in one write transaction."""
-    token = secrets.token_hex(16)
+    token = os.urandom(16).hex()
     taken = (generation, token, time.time())
     with conn.transaction() as raw:
         if raw.execute(_ACK, (time.time(), message.id, message.token)).rowcount != 1:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import selectors
 import socket
 import time
@@ -103,7 +102,7 @@ class Waiter:
         family = getattr(socket, "AF_UNIX", None)
         if family is None:
             return
-        path = os.path.join(self._dir, f"{os.getpid()}-{secrets.token_hex(4)}{_SOCKET_SUFFIX}")
+        path = os.path.join(self._dir, f"{os.getpid()}-{os.urandom(4).hex()}{_SOCKET_SUFFIX}")
         try:
             make_private_dirs(self._dir)
             sock = socket.socket(family, socket.SOCK_DGRAM)
