@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from pools import write_root
 from shared_fixtures import MODES, mode_settings
+from source_sites import build_sites
 
 from coretsia.supervisor import containment as levels
 from coretsia.worker_protocol.internal.runtime import cgroup
@@ -79,3 +80,10 @@ def containment(request: pytest.FixtureRequest) -> str:
 def leak_grace() -> float:
     """Nothing may still run in a root once its supervisors were stopped: no grace."""
     return 0.0
+
+
+@pytest.fixture(scope="session")
+def sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Target directories, each with some fixture distributions installed by uv (built
+    once: the source, runtime-guard and hook modules all read them)."""
+    return build_sites(tmp_path_factory.mktemp("dists"))

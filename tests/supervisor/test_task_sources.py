@@ -1,7 +1,7 @@
 """A task source's ``check_options`` at ``start``: its outcomes, and what it never imports.
 
 The real-process side (exit status, stderr, nothing spawned) is in
-``tests/lifecycle/test_lifecycle_sources.py::TestOptionsCheckedAtStart``.
+``tests/lifecycle/test_lifecycle_source_hooks.py::TestOptionsCheckedAtStart``.
 """
 
 from __future__ import annotations
