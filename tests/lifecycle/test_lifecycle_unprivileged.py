@@ -182,4 +182,6 @@ def test_a_setsid_escapee_dies_with_the_guardian(
         proc.send_signal(signal.SIGKILL)
     supervisor.proc.wait(timeout=30)
     assert wait_gone(root, killed_at + 1.0 - time.monotonic()) == []
-    assert not lock_held(root)
+    # The lock goes with the guardian's last thread: its leader shows as a zombie
+    # (out of wait_gone's sight) while its spawner thread may still be exiting.
+    wait_for(lambda: not lock_held(root), 5)
