@@ -7,6 +7,7 @@ The test module ``preload_app`` logs every process that imports it
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -44,9 +45,9 @@ ON_FD_3 = (
 """Move the descriptor ``argv[1]`` (above 3) to 3, then exec the rest of the command line."""
 
 
-def test_the_fork_server_imports_the_boot_modules_and_nothing_else(tmp_path: Path) -> None:
-    """Observed with ``-X importtime`` (its environment form) on a real fork server, which
-    exits 0 at the end of its channel."""
+def _server_imports(tmp_path: Path) -> set[str]:
+    """What a real fork server imports, observed with ``-X importtime`` (its environment
+    form); the server exits 0 at the end of its channel."""
     pools.install_app(tmp_path, "lifecycle_app.py")
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     env = {**os.environ, "PYTHONPROFILEIMPORTTIME": "1"}
@@ -63,9 +64,41 @@ def test_the_fork_server_imports_the_boot_modules_and_nothing_else(tmp_path: Pat
     assert proc.wait(timeout=30) == 0
     logged = (tmp_path / "imports.log").read_text().splitlines()
     lines = [line for line in logged if line.startswith("import time:")]
-    modules = {line.rsplit("|", 1)[1].strip() for line in lines}
+    return {line.rsplit("|", 1)[1].strip() for line in lines}
+
+
+def _at_start() -> set[str]:
+    """What ``-X importtime`` does not list: the modules an interpreter holds before it
+    runs a line (built in, frozen), and the names ``importlib`` gives its frozen parts."""
+    code = "import importlib, sys; print(*sys.modules)"
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(shown.stdout.split())
+
+
+def test_the_fork_server_imports_the_boot_modules_and_nothing_else(tmp_path: Path) -> None:
+    modules = _server_imports(tmp_path)
     assert set(BOOT_MODULES) <= modules
     assert [name for name in NEVER_IMPORTED if name in modules] == []
+
+
+def test_a_forked_worker_imports_only_the_application(
+    tmp_path: Path, root: Path, supervisors: pools.Supervisors
+) -> None:
+    """Its whole boot, ``ready`` and the task loop included, runs on modules the server
+    imported once for every fork (:data:`BOOT_MODULES`): a worker pays only for its
+    application. And it finds them frozen, out of its collector's reach."""
+    pools.install_app(root, "modules_app.py")
+    pools.write_root(root, workers=2, task_source="modules_app:report", spawn="forkserver")
+    supervisor = supervisors.running(root)
+    reports = [root / f"modules-{slot}.json" for slot in range(2)]
+    pools.wait_for(lambda: all(report.exists() for report in reports))
+    assert pools.cli(root, "stop").returncode == 0
+    assert supervisor.finish() == 0
+    server = _server_imports(tmp_path) | _at_start()
+    for report in reports:
+        facts = json.loads(report.read_text())
+        assert set(facts["modules"]) - server == {"lifecycle_app", "modules_app"}
+        assert facts["frozen"] > 0
 
 
 def _configure(root: Path, spawn: str) -> None:

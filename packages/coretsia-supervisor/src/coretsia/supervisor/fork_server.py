@@ -40,6 +40,7 @@ a preload failed or left a thread or a descriptor behind, 2 for a broken contrac
 
 from __future__ import annotations
 
+import gc
 import os
 import socket
 import sys
@@ -73,14 +74,21 @@ BOOT_MODULES: Final = (
     "coretsia.supervisor.worker.contract",
     "coretsia.supervisor.worker.loop",
     "coretsia.supervisor.worker.tasks",
+    "coretsia.supervisor.process.worker.entry",
     "coretsia.worker_protocol.catalogue",
     "coretsia.worker_protocol.internal.runtime.imports",
     "coretsia.worker_protocol.paths",
+    "coretsia.worker_protocol.worker_conversation",
+    "fcntl",
+    "importlib",
 )
-"""What every worker's boot imports before the application (``json`` and ``re`` with
-them, some 20 ms of CPU a worker): imported once here, shared by every fork. Ours only,
-none of them does anything at import; the launcher's own test keeps trio, attrs, cattrs
-and psutil out of them."""
+"""Every module a worker's boot imports, before the application and after it (``json``,
+``re`` and the channel's frames with them, some 25 ms of CPU a worker): imported once
+here, shared by every fork, so that a forked worker imports nothing but the application
+(a test holds the list to that). In the ``exec`` mode the launcher imports the frames only
+once its parent-death watch is armed; here they cost nothing per worker. None of them
+does anything at import; the launcher's own test keeps trio, attrs, cattrs and psutil
+out of them."""
 _ARG_START: Final = 45
 """``arg_start`` in ``/proc/self/stat`` (field 48), counted from the field after the name."""
 
@@ -98,6 +106,10 @@ def main() -> None:
         os._exit(1)
     if not _alone(CHANNEL_FD):
         os._exit(1)
+    # Everything imported so far is every worker's for life: out of the collector's
+    # reach, a worker's collections neither scan it (CPU) nor write its headers (which
+    # would copy the pages a fork shares).
+    gc.freeze()
     try:
         _serve(channel, os.getppid())
     except OSError:  # the guardian is gone (the reply could not be sent)
