@@ -10,7 +10,9 @@ removal at shutdown, where every removal is attempted even if an earlier one fai
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
+from typing import Final
 
 import attrs
 
@@ -35,6 +37,9 @@ from coretsia.worker_protocol.vocabulary import PoolStatus, Transport
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from coretsia.supervisor.pool import Pool
+
+PROGRESS_INTERVAL_S: Final = 0.1
+"""How often a start's progress reaches the state file (and a terminal) at most."""
 
 
 def runtime_dirs(root: Path, config: PoolConfig, transport: Transport) -> list[Path]:
@@ -89,6 +94,22 @@ class RuntimeFiles:
     transport: Transport
     state_published: bool = False
     """The state file exists: only then does a stopping pool rewrite it."""
+    _progress_next: float = attrs.field(default=0.0, init=False)
+
+    def progress_due(self) -> bool:
+        """Whether a start's progress (one more worker ready) is worth publishing now.
+
+        At most once per :data:`PROGRESS_INTERVAL_S`: each publication is a write and a
+        rename over the old file, which ext4 (``auto_da_alloc``) follows with writeback,
+        about 1.5 ms of the supervisor's time; once per ready worker that was a third of
+        a 256-worker start's supervisor CPU. The file is diagnostic only, and the start's
+        end (running, or failed) publishes or removes it whatever was skipped.
+        """
+        now = time.monotonic()
+        if now < self._progress_next:
+            return False
+        self._progress_next = now + PROGRESS_INTERVAL_S
+        return True
 
     def make_dirs(self) -> None:
         """Create the files' directories (0700 under our umask), checked again now that

@@ -251,8 +251,11 @@ class Supervisor:
     # -- what the slots and the guardian report -----------------------------------------
 
     def _on_ready(self) -> None:
+        starting = self._pool.status is PoolStatus.STARTING
+        if starting and not self._files.progress_due():
+            return  # the start's end publishes the state anyway
         self._publish_state_or_fail()
-        if self._show_progress and self._pool.status is PoolStatus.STARTING:
+        if self._show_progress and starting:
             output.progress(self._pool.status_line())
 
     def _on_exit(self, frame: Exited) -> None:
