@@ -6,7 +6,9 @@ environment that has them. Every side runs the same worker, a fresh interpreter 
 sends one datagram to ``ready.sock`` in its root and idles (gunicorn's are forks of its
 arbiter, its only way); readiness is the datagram's arrival, for every side. Sides:
 the floor (bare ``subprocess.Popen`` of N workers), supervisord, circus, gunicorn,
-honcho, and Coretsia in each ``--spawn`` mode its configuration accepts (others: n/a).
+honcho, and Coretsia in each ``--spawn`` mode its configuration accepts (others: n/a):
+``exec``, ``forkserver``, and ``preload`` (the fork server with the application's modules
+preloaded, as gunicorn's arbiter has them before it forks).
 
 Figures (medians of ``--runs``): launch to all N ready (``--sizes``, default 8, 64, 256)
 and to the first; at N = 64 the graceful stop (request until every process ended) and
@@ -17,7 +19,7 @@ workers to ``running`` against 128 bare interpreters. Every process a scenario s
 is killed by pid at its end, and the run fails if any is left.
 
 Options: ``--runs`` (3), ``--quick`` (N = 8 and 64 only), ``--sizes 8,64``,
-``--spawn exec,forkserver``, ``--sides floor,coretsia`` (some of floor, supervisord,
+``--spawn exec,forkserver,preload``, ``--sides floor,coretsia`` (some of floor, supervisord,
 circus, gunicorn, honcho, coretsia), ``--only`` (some of start, control, containment,
 quickstart), ``--no-compile``, ``--wait-idle SECONDS``. Results go to
 ``bench/results/peers-<timestamp>.{json,md}``; ``docs/performance.md`` reads them.
@@ -52,7 +54,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--sizes", default="")
-    parser.add_argument("--spawn", default="exec,forkserver")
+    parser.add_argument("--spawn", default="exec,forkserver,preload")
     parser.add_argument("--sides", default=",".join([*PEERS, "coretsia"]))
     parser.add_argument("--only", default="", help="comma-separated: " + ",".join(SCENARIOS))
     parser.add_argument("--wait-idle", type=float, default=0.0, metavar="SECONDS")

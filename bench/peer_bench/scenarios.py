@@ -21,15 +21,17 @@ from harness import BENCH
 from harness.results import Results, median
 from pool_bench.floors import floor_pool
 from pool_bench.lifecycle import recycle_gaps
-from pool_bench.pools import DEADLINE_S, MIB, STOP_N, log, running_pool
+from pool_bench.pools import DEADLINE_S, MIB, STOP_N, log, running_pool, toml_value
 from pool_bench.watch import Watch
 
 from peer_bench.running import running
-from peer_bench.sides import Coretsia, Side, spawn_accepted
+from peer_bench.sides import Coretsia, Side, mode_settings, spawn_accepted
 
 CONTAINMENT_WAIT_S = 3.0
 """The figure counts the workers still alive this long after the supervisor's SIGKILL."""
 QUICKSTART_N = 128
+QUICKSTART_PRELOAD = ["coretsia.sources.sqlite_source", "quickstart_app"]
+"""What the ``preload`` mode preloads in the quick start: its task source and handler."""
 SETTLE_S = 2.0
 """How long the workers run before the first is killed: past supervisord's ``startsecs``
 (1 s), before which a death counts as a failed start and is retried with a growing
@@ -169,7 +171,9 @@ def _quickstart_root(workers: int, spawn: str) -> Path:
         r"(?m)^start_timeout_ms = \d+$", f"start_timeout_ms = {int(DEADLINE_S * 1000)}", text
     )
     if spawn_accepted(spawn):
-        text = text.replace("[worker]\n", f'[worker]\nspawn = "{spawn}"\n', 1)
+        settings = mode_settings(spawn, QUICKSTART_PRELOAD)
+        lines = "".join(f"{key} = {toml_value(value)}\n" for key, value in settings.items())
+        text = text.replace("[worker]\n", f"[worker]\n{lines}", 1)
     config.write_text(text)
     (root / "var").mkdir()
     SqliteQueue(str(root / "var" / "queue.sqlite3")).close()

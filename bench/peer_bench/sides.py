@@ -133,10 +133,23 @@ class Honcho(Side):
         return [str(_BIN / "honcho"), "start", "-c", f"w={workers}"]
 
 
+PRELOADED = "preload"
+"""The mode of a third Coretsia column: the fork server with the application preloaded
+(``[worker] preload``), as gunicorn's arbiter imports its application before it forks."""
+
+
+def mode_settings(mode: str, app: list[str]) -> dict[str, object]:
+    """The ``[worker]`` keys of a spawn mode (``exec``, ``forkserver`` or ``preload``);
+    ``app``: the modules :data:`PRELOADED` preloads."""
+    if mode == PRELOADED:
+        return {"spawn": "forkserver", "preload": app}
+    return {"spawn": mode}
+
+
 def spawn_accepted(mode: str) -> bool:
-    """Whether the installed configuration accepts ``[worker] spawn = mode``."""
+    """Whether the installed configuration accepts the keys of ``mode``."""
     try:
-        parse_config({"spawn": mode})
+        parse_config(mode_settings(mode, ["bench_app"]))
     except WorkerConfigError:
         return False
     return True
@@ -152,7 +165,7 @@ class Coretsia(Side):
     def __init__(self, spawn: str) -> None:
         self.spawn = spawn
         self.name = f"Coretsia ({spawn})"
-        self.settings = {"spawn": spawn} if spawn_accepted(spawn) else {}
+        self.settings = mode_settings(spawn, ["bench_app"]) if spawn_accepted(spawn) else {}
 
     def prepare(self, workers: int) -> tuple[Path, list[str]]:
         root = project_root(workers, task_source="bench_app:reporting", **self.settings)

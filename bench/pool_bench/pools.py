@@ -7,6 +7,7 @@ still runs of it and removes its root, whatever happened meanwhile.
 from __future__ import annotations
 
 import contextlib
+import json
 import py_compile
 import shutil
 import subprocess
@@ -59,14 +60,16 @@ def project_root(workers: int, **settings: object) -> Path:
         **WORKER_SETTINGS,
         **settings,
     }
-    lines = ["[worker]"]
-    for key, value in config.items():
-        rendered = f'"{value}"' if isinstance(value, str) else str(value).lower()
-        lines.append(f"{key} = {rendered}")
+    lines = ["[worker]", *(f"{key} = {toml_value(value)}" for key, value in config.items())]
     (root / "coretsia.toml").write_text("\n".join(lines) + "\n")
     shutil.copy(BENCH / "bench_app.py", root / "bench_app.py")
     py_compile.compile(str(root / "bench_app.py"), doraise=True)
     return root
+
+
+def toml_value(value: object) -> str:
+    """A string, number, boolean or list of strings as TOML (JSON's forms are TOML's)."""
+    return json.dumps(value) if isinstance(value, (str, list)) else str(value).lower()
 
 
 class Pool:
