@@ -365,7 +365,7 @@ if "coretsia.guardian" in sys.orig_argv:
 elif any("coretsia.supervisor.fork_server" in arg for arg in sys.orig_argv):
     import time
     import coretsia.supervisor.fork_server as server
-    server._fork = lambda *args: time.sleep(3600)
+    server._start = lambda *args: time.sleep(3600)
 """
 """A fork server that never answers, and a guardian that waits half a second for it."""
 

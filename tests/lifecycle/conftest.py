@@ -3,8 +3,7 @@ for their pools themselves.
 
 A module that sets ``EVERY_CONTAINMENT = True`` runs each test once per mode *and* per
 containment level (``namespace``, ``cgroup``, ``process``), skipped where the machine
-cannot give that level (and ``namespace`` with the fork server, which refuses it); the
-other modules run with the default level (``auto``).
+cannot give that level; the other modules run with the default level (``auto``).
 """
 
 from __future__ import annotations
@@ -46,8 +45,6 @@ def root(short_root: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
     mode, level = request.param
     if level is not None and not levels.available(Containment(level)):
         pytest.skip(f"containment {level} is not available here (it needs root, Linux)")
-    if mode == "forkserver" and level == "namespace":
-        pytest.skip("the fork server refuses containment namespace (tested on its own)")
     yield write_root(short_root, **mode_settings(mode), containment=level)
     parent = cgroup.base()
     if parent is not None:

@@ -17,8 +17,9 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
+import faults
 import pools
 import pytest
 from site_hooks import site_env
@@ -217,39 +218,49 @@ def test_a_failed_spawn_never_falls_back_to_the_other_driver(
 
 
 class TestSpawnMode:
-    """``spawn = "forkserver"`` runs with the ``fork`` driver at the ``cgroup`` and
-    ``process`` levels only; anything else is refused, never a quiet ``exec``."""
+    """``spawn = "forkserver"`` runs with the ``fork`` driver at every containment level
+    where the fork server forks the workers as the guardian's children
+    (``clone(CLONE_PARENT)``), and at ``cgroup`` and ``process`` through its intermediate
+    elsewhere; anything else is refused, never a quiet ``exec``."""
 
-    @pytest.mark.parametrize(
-        "settings",
-        [{"driver": "proc"}, {"driver": "fork", "containment": "namespace"}],
-        ids=["proc", "namespace"],
-    )
-    def test_refused_where_the_guardian_could_not_own_the_workers(
-        self, root: Path, settings: dict[str, Any]
-    ) -> None:
-        """The proc host spawns workers itself; in a PID namespace an orphan goes to the
-        namespace's init, never to the guardian outside it."""
-        if settings.get("containment") == "namespace" and not available(Containment.NAMESPACE):
-            pytest.skip("containment namespace is not available here")
-        pools.write_root(root, spawn="forkserver", **settings)
+    def test_refused_with_the_proc_driver(self, root: Path) -> None:
+        """The proc host spawns the workers itself."""
+        pools.write_root(root, spawn="forkserver", driver="proc")
         pools.assert_start_refused(root, "worker.spawn", "unavailable")
 
-    def test_refused_without_a_pidfd(self, root: Path) -> None:
-        """A worker learns it was adopted from a pidfd of its intermediate."""
-        pools.write_root(root, spawn="forkserver", driver="fork")
-        command = (sys.executable, "-c", WITHOUT, "pidfd_open")
-        pools.assert_start_refused(root, "worker.spawn", "unavailable", command=command)
+    def test_refused_in_a_namespace_without_a_sibling_fork(self, root: Path) -> None:
+        """A worker left by the intermediate would go to the namespace's init, never to
+        the guardian outside it."""
+        if not available(Containment.NAMESPACE):
+            pytest.skip("containment namespace is not available here")
+        pools.write_root(root, spawn="forkserver", driver="fork", containment="namespace")
+        env = faults.fault_env("no-sibling-fork")
+        pools.assert_start_refused(root, "worker.spawn", "unavailable", env=env)
 
+    def test_refused_without_a_sibling_fork_or_a_pidfd(self, root: Path) -> None:
+        """A worker learns it was adopted from a pidfd of its intermediate."""
+        pools.write_root(root, spawn="forkserver", driver="fork", containment="process")
+        command = (sys.executable, "-c", WITHOUT, "pidfd_open")
+        env = faults.fault_env("no-sibling-fork")
+        pools.assert_start_refused(root, "worker.spawn", "unavailable", command=command, env=env)
+
+    @pytest.mark.parametrize("sibling", [True, False], ids=["sibling-fork", "intermediate"])
     def test_auto_containment_is_the_strongest_it_can_run_in(
-        self, root: Path, supervisors: pools.Supervisors
+        self, root: Path, supervisors: pools.Supervisors, sibling: bool
     ) -> None:
-        """``cgroup`` where the machine has it, else ``process``; never ``namespace``."""
-        pools.write_root(root, spawn="forkserver", containment="auto", workers=1)
-        supervisor = supervisors.running(root)
+        """With a sibling fork, the strongest the machine offers, as with ``exec``;
+        through the intermediate, ``cgroup`` where the machine has it, else ``process``,
+        never ``namespace``. Either way the workers are the guardian's children."""
+        pools.write_root(root, spawn="forkserver", containment="auto", workers=2)
+        env = None if sibling else faults.fault_env("no-sibling-fork")
+        supervisor = supervisors.running(root, env=env)
         status = json.loads(pools.cli(root, "status", "--json").stdout)
-        expected = "cgroup" if available(Containment.CGROUP) else "process"
+        strongest = (Containment.NAMESPACE, Containment.CGROUP)
+        levels = strongest if sibling else strongest[1:]
+        expected = next((level.value for level in levels if available(level)), "process")
         assert status["containment"] == expected
+        guardian = supervisor.guardian().pid
+        assert [worker.ppid() for worker in supervisor.workers()] == [guardian, guardian]
         supervisor.fork_server()  # exactly one
         assert pools.cli(root, "stop").returncode == 0
         assert supervisor.finish() == 0

@@ -18,6 +18,9 @@ Faults (``CORETSIA_TEST_FAULT``, and ``CORETSIA_TEST_FAULT_ARG`` where one is ne
     The OS refuses to create a worker process (``EAGAIN``, as under a process limit):
     the guardian's spawn with ``fork``, the proc host's ``Popen`` with ``proc``, the fork
     server's fork with ``spawn = "forkserver"``.
+``no-sibling-fork``
+    ``clone(CLONE_PARENT)`` is not offered (as on a machine other than x86_64 and
+    aarch64): the supervisor's check and the fork server fall back to the intermediate.
 ``locator-unwritable``
     The supervisor's write of the private locator fails (``ENOSPC``, a full disk).
 ``supervisor-raises``
@@ -123,10 +126,18 @@ def _fork_refused_in_proc_host(host: ModuleType) -> None:
 
 
 def _fork_refused_in_fork_server(server: ModuleType) -> None:
-    def refusing_fork() -> int:
+    def refusing_fork(*_self: object) -> int:
         raise _refused()
 
     server.os.fork = refusing_fork  # the fork server's own process: it forks nothing else
+    server.SiblingFork.fork = refusing_fork
+
+
+def _no_sibling_fork(sibling_fork: ModuleType) -> None:
+    def not_offered(_cls: type) -> None:
+        return None
+
+    sibling_fork.SiblingFork.prepare = classmethod(not_offered)
 
 
 def _locator_unwritable(files: ModuleType) -> None:
@@ -154,6 +165,7 @@ FAULTS: dict[str, list[tuple[str, Patch]]] = {
         ("coretsia.proc_host.host", _fork_refused_in_proc_host),
         ("coretsia.supervisor.fork_server", _fork_refused_in_fork_server),
     ],
+    "no-sibling-fork": [("coretsia.supervisor.sibling_fork", _no_sibling_fork)],
     "locator-unwritable": [("coretsia.supervisor.files", _locator_unwritable)],
     "supervisor-raises": [("coretsia.supervisor.runtime_files", _supervisor_raises)],
 }

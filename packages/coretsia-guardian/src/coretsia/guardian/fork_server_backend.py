@@ -4,10 +4,13 @@ fork server instead of executed one interpreter each.
 The guardian starts the fork server (the argv the supervisor sent in ``hello``) from its
 spawner thread, like any child: it dies with the guardian (its parent-death signal) and
 lives in the generation's container (started after the container, so inside its
-cgroup). Each spawn sends it the worker's argv and the worker's three descriptors
+cgroup, and inside its PID namespace if it has one). Each spawn sends it the worker's
+argv and the worker's three descriptors
 (:mod:`coretsia.worker_protocol.internal.fork_server`); the server closes its copies once
-it forked. The worker it answers with is the guardian's own child by then (re-parented
-to the guardian, a subreaper, before the reply), so everything else is
+it forked. The worker tells its pid itself, as the kernel's credentials of its datagram,
+in the guardian's own PID namespace (nothing to translate, even from inside a
+namespace); it is the guardian's own child by then (born so, or re-parented to the
+guardian, a subreaper, before it told), so everything else is
 :class:`~coretsia.guardian.backends.ForkBackend`'s: the one reaper reaps it, the
 guardian signals its group while it is unreaped.
 
@@ -35,14 +38,17 @@ from coretsia.guardian.backends import ForkBackend
 from coretsia.guardian.spawner import Spawner, SpawnRequest
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.internal.fork_server import (
+    CREDENTIALS_SPACE,
+    DONE,
     MAX_MESSAGE,
-    decode_reply,
+    STARTED,
     encode_request,
+    sender_pid,
 )
 from coretsia.worker_protocol.internal.guardian import Spawned, SpawnFailed
 
 REPLY_TIMEOUT_S: Final = 30.0
-"""Bound on one request's reply (the fork server forks and answers in milliseconds)."""
+"""Bound on one request's answer (the fork server forks and answers in milliseconds)."""
 
 
 class ForkServerBackend(ForkBackend):
@@ -75,6 +81,7 @@ class ForkServerBackend(ForkBackend):
         """Start the fork server; OSError if the OS refuses (its boot is not awaited:
         a server that fails to boot answers no request, and its exit is reported)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        ours.setsockopt(socket.SOL_SOCKET, socket.SO_PASSCRED, 1)  # who sent each datagram
         try:
             pid = await spawner.spawn(SpawnRequest(argv, env, (theirs.fileno(),)))
         except OSError:
@@ -95,27 +102,36 @@ class ForkServerBackend(ForkBackend):
         return Spawned(slot=slot, pid=pid)
 
     async def _ask(self, argv: tuple[str, ...], channel_fd: int) -> int | None:
-        """One request and its reply; None if the server started no worker or is gone.
+        """One request and its answer: the worker's pid; None if the server started no
+        worker (or is gone before its worker told).
 
-        Shielded: a reply left unread would be taken for the next request's. Bounded: a
+        Shielded: an answer left unread would be taken for the next request's. Bounded: a
         server that has not answered within :data:`REPLY_TIMEOUT_S` (a fork is
-        milliseconds) is hung; it is SIGKILLed and never asked again, so no late reply can
-        be misread, and its reap fails the generation.
+        milliseconds) is hung; it is SIGKILLed and never asked again, so no late answer
+        can be misread, and its reap fails the generation.
         """
         fds = array.array("i", (channel_fd, *self._shared_fds))
         ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
-        reply = b""
+        pid: int | None = None
+        answered = False
         with trio.CancelScope(shield=True), trio.move_on_after(REPLY_TIMEOUT_S) as waited:
             try:
                 await self._channel.sendmsg([encode_request(argv)], ancillary)
-                reply = await self._channel.recv(MAX_MESSAGE)
+                while True:
+                    data, credentials, _flags, _addr = await self._channel.recvmsg(
+                        MAX_MESSAGE, CREDENTIALS_SPACE
+                    )
+                    if data != STARTED:
+                        break
+                    pid = sender_pid(credentials)
+                answered = data == DONE
             except OSError:
                 pass
         if waited.cancelled_caught and not self._reaped.is_set():
             os.kill(self.pid, signal.SIGKILL)  # unreaped: the pid is still the server's
-        if not reply:
-            self.gone.set()
-        return decode_reply(reply)
+        if not answered:
+            self.gone.set()  # the end of the channel (b""), or not an answer at all
+        return pid
 
     def reaped(self) -> None:
         """The guardian's reaper reaped the fork server."""

@@ -36,8 +36,9 @@ def available(level: Containment) -> bool:
 def resolve_containment(requested: ContainmentRequest, *, namespace: bool = True) -> Containment:
     """The level in force; ``worker.containment`` unavailable if an explicit one is not.
 
-    ``namespace`` false (the fork server's spawn mode, which cannot run there): ``auto``
-    starts from ``cgroup``; an explicit ``namespace`` is left to the spawn mode's check.
+    ``namespace`` false (the fork server where it cannot run in a PID namespace: no
+    sibling fork there): ``auto`` starts from ``cgroup``; an explicit ``namespace`` is
+    left to the spawn mode's check.
     """
     if requested is ContainmentRequest.AUTO:
         levels = _STRONGEST_FIRST if namespace else _STRONGEST_FIRST[1:]

@@ -7,6 +7,11 @@ Both drivers need UNIX sockets whatever the control transport: the guardian's ch
 every worker's are UNIX socket pairs. So where there are none, no driver is available
 (``start`` refuses with the driver's configuration error), and ``auto``'s ``tcp`` outcome
 for the transport concerns no platform a pool runs on today.
+
+The fork server (``spawn = "forkserver"``) needs the ``fork`` driver and a way to leave
+each worker the guardian's child: a sibling fork (``clone(CLONE_PARENT)``, x86_64 and
+aarch64) at every containment level, else an intermediate and a pidfd, at every level
+but ``namespace``; the supervisor's ``auto`` containment takes that into account.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import socket
 import sys
 from typing import TYPE_CHECKING, Final
 
+from coretsia.supervisor import sibling_fork
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
 from coretsia.worker_protocol.vocabulary import (
@@ -82,9 +88,20 @@ def resolve_transport(requested: TransportRequest) -> Transport:
     return Transport.UNIX if unix else Transport.TCP
 
 
-def fork_server_available() -> bool:
-    """What the fork server needs: ``fork``, and a pidfd to learn its intermediate is gone."""
-    return fork_available() and hasattr(os, "fork") and hasattr(os, "pidfd_open")
+def fork_server_available(containment: Containment) -> bool:
+    """What the fork server needs: ``fork``, and a way to leave the worker the guardian's.
+
+    A sibling fork (``clone(CLONE_PARENT)``, :mod:`coretsia.supervisor.sibling_fork`)
+    makes the worker the guardian's child at birth, at every containment level; without
+    it the worker is re-parented through an intermediate, which needs a pidfd (Linux 5.3,
+    Python 3.9) for the worker to learn it was adopted, and cannot work in a PID
+    namespace, where the orphan would go to the namespace's init.
+    """
+    if not (fork_available() and hasattr(os, "fork")):
+        return False
+    if sibling_fork.available():
+        return True
+    return containment is not Containment.NAMESPACE and hasattr(os, "pidfd_open")
 
 
 def fork_server_argv(
@@ -93,15 +110,11 @@ def fork_server_argv(
     """The fork server's argv for ``spawn = "forkserver"`` (None for ``exec``).
 
     Refused (``worker.spawn``, unavailable) with the ``proc`` driver, whose proc host
-    spawns the workers, and with the ``namespace`` containment level, where a worker
-    left by the server's intermediate would be re-parented to the namespace's init
-    instead of the guardian; also where the platform has no pidfd (Linux 5.3, Python 3.9).
+    spawns the workers, and where :func:`fork_server_available` says no.
     """
     if worker.spawn.value == "exec":
         return None
-    if driver is not Driver.FORK or containment is Containment.NAMESPACE:
-        raise WorkerConfigError("worker.spawn", ConfigRule.UNAVAILABLE)
-    if not fork_server_available():
+    if driver is not Driver.FORK or not fork_server_available(containment):
         raise WorkerConfigError("worker.spawn", ConfigRule.UNAVAILABLE)
     paths = [f"--app-path={entry}" for entry in worker.app_path]
     modules = [f"--preload={module}" for module in worker.preload]

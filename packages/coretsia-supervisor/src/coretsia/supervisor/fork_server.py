@@ -9,17 +9,33 @@ Each forked worker then runs exactly the launcher's artifact-only boot
 (:func:`coretsia.supervisor.launcher.main`), so a recycled worker is as fresh as the
 first: it is forked from this server, never from a used worker.
 
-Who owns the workers. The guardian stays their only reaper, as in the ``exec`` mode.
-For each request the server forks an *intermediate*, which forks the worker and exits
-at once; the worker is re-parented to the guardian (a child subreaper, and the nearest
-one: containment ``namespace`` is refused with this mode, because there the orphan
-would go to the namespace's init instead). The server reaps only its intermediates, by
-pid. The worker reports its pid on a pipe once it leads a session of its own (so the
-guardian may ``killpg`` it from the first instant), then waits on a pidfd of the
-intermediate until it is gone (re-parenting is complete when a pidfd reads ready), and
-only then arms its parent-death signal, against the guardian, in the launcher as
-always. The guardian registers the pid from the reply; an exit it reaps before then is
-matched to the spawn like any early exit.
+Who owns the workers. The guardian stays their only reaper, as in the ``exec`` mode:
+each worker is born the guardian's child, forked with ``clone(CLONE_PARENT)``
+(:mod:`coretsia.supervisor.sibling_fork`: the child's parent is the server's parent), so
+the server has no child and reaps nothing, and the guardian may run it in the
+generation's PID namespace (containment ``namespace``) like any other child: a worker
+born there is still the guardian's. A raw ``clone`` skips what glibc's ``fork`` does
+around the system call; in this server that is safe: the cached tid and the robust-mutex
+list are set as glibc sets them, glibc's locks can be held by no other thread (the
+server runs none: it refuses to serve with one), and CPython's at-fork work is done as
+``os.fork`` does it (the details in that module). Where that fork is not offered (a machine other
+than x86_64 and aarch64, a kernel without ``PR_GET_TID_ADDRESS``), the server forks an
+*intermediate* instead, which forks the worker and exits at once; the worker is
+re-parented to the guardian (a child subreaper, and the nearest one: there containment
+``namespace`` is refused, because the orphan would go to the namespace's init), waits on
+a pidfd of the intermediate until it is gone, and only then arms its parent-death
+signal; the server reaps only its intermediates, by pid.
+
+How the guardian learns the pid. The worker tells it itself, on the server's channel
+(which it inherited), once it leads a session of its own (so the guardian may
+``killpg`` it from the first instant): the guardian reads the pid from that datagram's
+credentials, which the kernel gives in the guardian's PID namespace, so nothing
+translates a pid from the server's namespace and nothing can race with the worker's
+exit. The server waits for that (the worker closes a pipe once it told, or dies), then
+ends the answer (:mod:`coretsia.worker_protocol.internal.fork_server`). The guardian
+registers the pid; an exit it reaps before then is matched to the spawn like any early
+exit. The worker's parent-death check expects the pid the server's own parent has (the
+guardian's, or 0 from inside a namespace, as for any child the guardian spawns there).
 
 Per-worker freshness (what a fork would share with its siblings), see
 ``docs/architecture.md``: descriptors (the worker keeps exactly 0 to 5, the server
@@ -45,11 +61,13 @@ import os
 import socket
 import sys
 
+from coretsia.supervisor.sibling_fork import SiblingFork
 from coretsia.worker_protocol.internal.fork_server import (
+    DONE,
     MAX_MESSAGE,
     REQUEST_FDS,
+    STARTED,
     decode_request,
-    encode_reply,
 )
 from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV, arm_parent_death, parent_matches
 
@@ -109,29 +127,30 @@ def main() -> None:
     # Everything imported so far is every worker's for life: out of the collector's
     # reach, a worker's collections neither scan it (CPU) nor write its headers (which
     # would copy the pages a fork shares).
+    sibling = SiblingFork.prepare()  # before the freeze: ctypes is every worker's too
     gc.freeze()
     try:
-        _serve(channel, os.getppid())
+        _serve(channel, os.getppid(), sibling)
     except OSError:  # the guardian is gone (the reply could not be sent)
         os._exit(0)
     except BaseException:  # noqa: BLE001 - a bug: exit as refused, without a traceback
         os._exit(1)
 
 
-def _serve(channel: socket.socket, parent: int) -> NoReturn:
-    """One request at a time: fork the worker, close our copies, reply."""
+def _serve(channel: socket.socket, parent: int, sibling: SiblingFork | None) -> NoReturn:
+    """One request at a time: fork the worker, close our copies, end the answer."""
     while True:
         data, fds, _flags, _addr = socket.recv_fds(channel, MAX_MESSAGE, REQUEST_FDS)
         if not data:
             os._exit(0)  # the guardian closed the channel (or is gone)
         argv = decode_request(data)
         try:
-            whole = argv is not None and len(fds) == REQUEST_FDS
-            pid = _fork(argv, fds, channel, parent) if whole and argv is not None else None
+            if argv is not None and len(fds) == REQUEST_FDS:
+                _start(argv, fds, channel, parent, sibling)
         finally:
             for fd in fds:
                 os.close(fd)
-        channel.sendall(encode_reply(pid))
+        channel.sendall(DONE)
 
 
 def _values(prefix: str) -> list[str]:
@@ -168,22 +187,29 @@ def _alone(channel_fd: int) -> bool:
     return len(set(os.listdir("/proc/self/fd")) - kept) <= 1
 
 
-def _fork(argv: tuple[str, ...], fds: list[int], channel: socket.socket, parent: int) -> int | None:
-    """Fork the intermediate and read the worker's pid from it; None if none started."""
-    pid_read, pid_write = os.pipe()
+def _start(
+    argv: tuple[str, ...],
+    fds: list[int],
+    channel: socket.socket,
+    parent: int,
+    sibling: SiblingFork | None,
+) -> None:
+    """Fork the worker (through an intermediate without ``sibling``); return once it told
+    the guardian its pid, or died before, or none was started."""
+    told, telling = os.pipe()
     try:
-        intermediate = os.fork()
+        child = sibling.fork() if sibling is not None else os.fork()
     except OSError:
-        os.close(pid_read)
-        os.close(pid_write)
-        return None
-    if intermediate == 0:
-        _intermediate(argv, fds, channel, parent, pid_read, pid_write)
-    os.close(pid_write)
-    os.waitpid(intermediate, 0)  # it exits at once; the worker is not ours to reap
-    with os.fdopen(pid_read, "rb") as report:
-        data = report.read(MAX_MESSAGE)
-    return int(data) if data.isdigit() else None
+        child = None
+    if child == 0:
+        if sibling is None:
+            _intermediate(argv, fds, channel, parent, told, telling)
+        _worker(argv, fds, channel, parent, telling, None)
+    os.close(telling)
+    os.read(told, 1)  # the end of file: every copy of ``telling`` is closed
+    os.close(told)
+    if child is not None and sibling is None:
+        os.waitpid(child, 0)  # the intermediate exits at once; the worker is not ours
 
 
 def _intermediate(
@@ -191,15 +217,15 @@ def _intermediate(
     fds: list[int],
     channel: socket.socket,
     parent: int,
-    pid_read: int,
-    pid_write: int,
+    told: int,
+    telling: int,
 ) -> NoReturn:
     """Fork the worker and exit: the worker is re-parented to the guardian."""
     try:
-        os.close(pid_read)
+        os.close(told)
         gone = os.pidfd_open(os.getpid())
         if os.fork() == 0:
-            _worker(argv, fds, channel, parent, pid_write, gone)
+            _worker(argv, fds, channel, parent, telling, gone)
     finally:
         os._exit(0)
 
@@ -209,23 +235,27 @@ def _worker(
     fds: list[int],
     channel: socket.socket,
     parent: int,
-    pid_write: int,
-    gone: int,
+    telling: int,
+    gone: int | None,
 ) -> NoReturn:
-    """Become the worker: own session, re-parented, descriptors 3-5, exec's state; boot.
+    """Become the worker: own session, told, the guardian's child, descriptors 3-5,
+    exec's state; boot.
 
-    The launcher leaves through ``os._exit`` or ``SystemExit``; whatever else escapes
-    (this process is a fork of the server: nothing may unwind into the server's loop)
-    ends it with status 1.
+    ``gone``: a pidfd of the intermediate, which reads ready once it exited (the worker
+    is the guardian's from then on); None when the worker was born the guardian's. The
+    launcher leaves through ``os._exit`` or ``SystemExit``; whatever else escapes (this
+    process is a fork of the server: nothing may unwind into the server's loop) ends it
+    with status 1.
     """
     try:
         os.setsid()  # before the pid is told: the guardian signals the worker's group
-        os.write(pid_write, str(os.getpid()).encode())
-        os.close(pid_write)
-        import select
+        channel.sendall(STARTED)  # our pid, in the guardian's namespace: the credentials
+        os.close(telling)
+        if gone is not None:
+            import select
 
-        select.select([gone], [], [])  # the intermediate is gone: our parent is the guardian
-        os.close(gone)
+            select.select([gone], [], [])
+            os.close(gone)
         os.close(channel.detach())
         _descriptors(fds)
         _fresh(argv, parent)

@@ -14,12 +14,18 @@ from pathlib import Path
 
 from coretsia.supervisor.config import PoolConfig, SpawnMode
 from coretsia.supervisor.containment import resolve_containment
-from coretsia.supervisor.drivers import fork_server_argv, resolve_driver, resolve_transport
+from coretsia.supervisor.drivers import (
+    fork_server_argv,
+    fork_server_available,
+    resolve_driver,
+    resolve_transport,
+)
 from coretsia.supervisor.guardian_process import without_service_manager
 from coretsia.supervisor.platforms import require_supported_platform
 from coretsia.supervisor.process.ipc_resources import require_ipc
 from coretsia.supervisor.runtime_files import runtime_dirs
 from coretsia.worker_protocol.lifecycle import RUNTIME_DIR
+from coretsia.worker_protocol.vocabulary import Containment
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,7 +63,8 @@ def run_supervisor(
     driver = resolve_driver(config.worker.driver)
     transport = resolve_transport(config.control.transport)
     exec_mode = config.worker.spawn is SpawnMode.EXEC
-    containment = resolve_containment(config.worker.containment, namespace=exec_mode)
+    namespace = exec_mode or fork_server_available(Containment.NAMESPACE)
+    containment = resolve_containment(config.worker.containment, namespace=namespace)
     fork_server = fork_server_argv(config.worker, driver, containment)
     require_ipc(spec)  # like the driver: refused before anything is started
     metrics = _metrics_endpoint(config)

@@ -8,15 +8,23 @@ message is one datagram and never needs a framer:
   execute), each argument followed by a NUL byte, with exactly :data:`REQUEST_FDS`
   descriptors as ``SCM_RIGHTS`` (the worker channel, the stop pipe's read end, the
   generation fence, in the order the worker gets them at 3, 4 and 5);
-- fork server to guardian: a **reply**, the worker's pid in decimal, or ``-`` when no
-  worker was started.
+- the new worker to the guardian, on the same channel (it inherited the server's end):
+  :data:`STARTED`, once it leads its own session; the guardian reads the worker's pid
+  from the datagram's ``SCM_CREDENTIALS`` (it sets ``SO_PASSCRED``), which the kernel
+  fills in and gives as the *receiver's* PID namespace sees it: the guardian's own pid
+  for the worker even when the server and the worker live in a namespace of their own;
+- fork server to guardian: :data:`DONE`, once the worker told (or died before it could,
+  or none was started): the end of the request's answer.
 
-One request at a time: the guardian waits for the reply before it sends the next one.
-Both ends are standard library only: the fork server imports this module before it
-forks, and every worker inherits it.
+One request at a time: the guardian waits for ``DONE`` before it sends the next one, so
+a ``STARTED`` always belongs to the request in flight. Both ends are standard library
+only: the fork server imports this module before it forks, and every worker inherits it.
 """
 
 from __future__ import annotations
+
+import socket
+import struct
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -26,10 +34,19 @@ REQUEST_FDS: Final = 3
 """Descriptors on every request: worker channel, stop pipe, generation fence."""
 
 MAX_MESSAGE: Final = 65536
-"""The largest request (an argv is a few hundred bytes) or reply."""
+"""The largest request (an argv is a few hundred bytes)."""
 
-_NO_WORKER: Final = b"-"
-_MAX_PID_CHARS: Final = 10
+STARTED: Final = b"+"
+"""From the worker: its pid is the sender's, in the datagram's credentials."""
+
+DONE: Final = b"-"
+"""From the server: the request is answered (after its worker's ``STARTED``, if any)."""
+
+_UCRED: Final = struct.Struct("iII")
+"""``struct ucred``: pid, uid, gid."""
+
+CREDENTIALS_SPACE: Final = socket.CMSG_SPACE(_UCRED.size)
+"""Room for the ancillary data of a datagram received with ``SO_PASSCRED``."""
 
 
 def encode_request(argv: tuple[str, ...]) -> bytes:
@@ -52,13 +69,12 @@ def decode_request(data: bytes) -> tuple[str, ...] | None:
         return None
 
 
-def encode_reply(pid: int | None) -> bytes:
-    """The reply: the worker's pid, or that none was started."""
-    return _NO_WORKER if pid is None else str(pid).encode()
-
-
-def decode_reply(data: bytes) -> int | None:
-    """The worker's pid, or None (no worker, or not a reply: an empty read is the end)."""
-    if not (0 < len(data) <= _MAX_PID_CHARS) or not data.isdigit() or data.startswith(b"0"):
-        return None
-    return int(data)
+def sender_pid(ancillary: list[tuple[int, int, bytes]]) -> int | None:
+    """The sender's pid from a datagram's ``SCM_CREDENTIALS``; None without them (or 0: a
+    sender the receiver's PID namespace cannot see)."""
+    for level, kind, data in ancillary:
+        credentials = level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS
+        if credentials and len(data) >= _UCRED.size:
+            pid: int = _UCRED.unpack_from(data)[0]
+            return pid if pid > 0 else None
+    return None
