@@ -107,12 +107,8 @@ def nobody_python() -> Iterator[str]:
 
 
 @pytest.fixture(params=["namespace", "auto"])
-def unprivileged_root(root: Path, request: pytest.FixtureRequest, spawn: str) -> Path:
+def unprivileged_root(root: Path, request: pytest.FixtureRequest) -> Path:
     """The test's root, configured for the level of the parameter and owned by nobody."""
-    if spawn == "forkserver":
-        pytest.skip(
-            "the namespace level: the fork server refuses it (tests/supervisor/test_drivers)"
-        )
     write_root(
         root,
         containment=request.param,
