@@ -9,6 +9,7 @@ server must match.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,9 @@ import pytest
 from pools import Supervisor, Supervisors, cli, install_app, write_root
 
 WORKERS = 3
+
+ROBUST_LIST_KNOWN = True if os.uname().machine in ("x86_64", "aarch64") else None
+"""What a worker reports of its robust-mutex list: registered, where the app can ask."""
 
 EXEC_DISPOSITIONS = {"SIGINT": "default_int_handler", "SIGPIPE": "ignore", "SIGXFSZ": "ignore"}
 """What a fresh interpreter sets up itself; every other signal is at its default."""
@@ -41,7 +45,8 @@ class TestFreshness:
     def test_each_worker_is_as_an_executed_interpreter(
         self, root: Path, supervisors: Supervisors, driver: str
     ) -> None:
-        """argv, signals, mask, threads, descriptors, session, parent: exec's, in every mode;
+        """argv, signals, mask, threads, descriptors, session, parent, the C library's
+        thread state (its cached thread id, the robust-mutex list): exec's, in every mode;
         the random state differs from worker to worker."""
         supervisor, facts = _start(root, supervisors)
         spawner = supervisor.proc_host() if driver == "proc" else supervisor.guardian()
@@ -61,6 +66,8 @@ class TestFreshness:
             assert (fact["threads"], fact["tasks"]) == (1, 1)
             assert fact["fds"] == [0, 1, 2, 3, 4, 5, 6]  # 6: its own epoll set (control tests)
             assert fact["session"] is True
+            assert fact["thread_clock"] is True
+            assert fact["robust_list"] is ROBUST_LIST_KNOWN
         assert len({fact["random"] for fact in facts}) == WORKERS
 
     def test_the_hash_secret(self, root: Path, supervisors: Supervisors, spawn: str) -> None:
