@@ -18,9 +18,9 @@ born there is still the guardian's. A raw ``clone`` skips what glibc's ``fork`` 
 around the system call; in this server that is safe: the cached tid and the robust-mutex
 list are set as glibc sets them, glibc's locks can be held by no other thread (the
 server runs none: it refuses to serve with one), and CPython's at-fork work is done as
-``os.fork`` does it (the details in that module). Where that fork is not offered (a machine other
-than x86_64 and aarch64, a kernel without ``PR_GET_TID_ADDRESS``), the server forks an
-*intermediate* instead, which forks the worker and exits at once; the worker is
+``os.fork`` does it (the details in that module). Where that fork is not offered (a
+machine other than x86_64 and aarch64, a kernel without ``PR_GET_TID_ADDRESS``), the
+server forks an *intermediate* instead, which forks the worker and exits at once; the worker is
 re-parented to the guardian (a child subreaper, and the nearest one: there containment
 ``namespace`` is refused, because the orphan would go to the namespace's init), waits on
 a pidfd of the intermediate until it is gone, and only then arms its parent-death
@@ -254,7 +254,7 @@ def _worker(
         if gone is not None:
             import select
 
-            select.select([gone], [], [])
+            select.select([gone], [], [])  # the intermediate is gone: we are the guardian's
             os.close(gone)
         os.close(channel.detach())
         _descriptors(fds)
