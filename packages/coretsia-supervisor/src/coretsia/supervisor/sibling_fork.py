@@ -48,8 +48,10 @@ if TYPE_CHECKING:
     from typing import Final
 
 _SYSCALLS: Final = {"x86_64": (56, 273, 274), "aarch64": (220, 99, 100)}
-"""``clone``, ``set_robust_list`` and ``get_robust_list`` per machine; both machines take
-``clone``'s arguments in the default order (flags, stack, parent tid, child tid, tls)."""
+"""``clone``, ``set_robust_list`` and ``get_robust_list`` per machine."""
+_TLS_BEFORE_CHILD_TID: Final = frozenset({"aarch64"})
+"""Machines whose ``clone`` takes (flags, stack, parent tid, tls, child tid); x86_64 takes
+the child tid before the tls (``clone(2)``, "C library/kernel differences")."""
 _PR_GET_TID_ADDRESS: Final = 40
 _CLONE_PARENT: Final = 0x00008000
 _CLONE_CHILD_CLEARTID: Final = 0x00200000
@@ -58,29 +60,31 @@ _SIGCHLD: Final = 17
 """On both machines; with ``CLONE_PARENT`` the kernel takes the caller's own exit signal."""
 
 
-def _numbers() -> tuple[int, int, int] | None:
-    """``clone``, ``set_robust_list`` and ``get_robust_list`` here, or None."""
+def _machine() -> str | None:
+    """This machine, if :data:`_SYSCALLS` knows it (and it runs Linux); else None."""
     machine = os.uname().machine
     if not sys.platform.startswith("linux") or machine not in _SYSCALLS:
         return None
-    return _SYSCALLS[machine]
+    return machine
 
 
 class SiblingFork:
     """Everything a fork needs, looked up once (the server forks hundreds of times)."""
 
-    def __init__(self, libc: ctypes.PyDLL, numbers: tuple[int, int, int], tid_address: int) -> None:
+    def __init__(self, libc: ctypes.PyDLL, machine: str, tid_address: int) -> None:
         import ctypes
 
         self._libc = libc
         self._api = ctypes.pythonapi
-        clone, set_robust_list, get_robust_list = numbers
+        clone, set_robust_list, get_robust_list = _SYSCALLS[machine]
         self._clone = ctypes.c_long(clone)
         self._set_robust_list = ctypes.c_long(set_robust_list)
         self._flags = ctypes.c_ulong(
             _CLONE_PARENT | _CLONE_CHILD_SETTID | _CLONE_CHILD_CLEARTID | _SIGCHLD
         )
-        self._tid = ctypes.c_void_p(tid_address)
+        tid, null = ctypes.c_void_p(tid_address), ctypes.c_void_p(0)
+        # The last two of stack, parent tid, child tid and tls (in this machine's order).
+        self._tail = (null, tid) if machine in _TLS_BEFORE_CHILD_TID else (tid, null)
         self._robust_head = ctypes.c_void_p()
         self._robust_len = ctypes.c_size_t()
         got = libc.syscall(
@@ -95,8 +99,8 @@ class SiblingFork:
     @classmethod
     def prepare(cls) -> SiblingFork | None:
         """None where this fork is not offered (machine, kernel); OSError never."""
-        numbers = _numbers()
-        if numbers is None:
+        machine = _machine()
+        if machine is None:
             return None
         import ctypes
 
@@ -107,7 +111,7 @@ class SiblingFork:
         if got != 0 or not address.value:
             return None
         try:
-            return cls(libc, numbers, address.value)
+            return cls(libc, machine, address.value)
         except OSError:
             return None
 
@@ -119,7 +123,7 @@ class SiblingFork:
         sys.audit("os.fork")
         null = ctypes.c_void_p(0)
         self._api.PyOS_BeforeFork()
-        pid = self._libc.syscall(self._clone, self._flags, null, null, self._tid, null)
+        pid = self._libc.syscall(self._clone, self._flags, null, null, *self._tail)
         if pid == 0:
             self._api.PyOS_AfterFork_Child()
             self._libc.syscall(self._set_robust_list, self._robust_head, self._robust_len)
