@@ -21,6 +21,9 @@ from pools import (
     write_root,
 )
 
+from coretsia.supervisor import containment as levels
+from coretsia.worker_protocol.vocabulary import Containment
+
 
 def _fails_with(
     supervisors: Supervisors, root: Path, expected: str, fault: str | None = None
@@ -77,6 +80,25 @@ class TestSpawnAndLocatorFailures:
         )
         assert not (root / "var/tmp/worker.lifecycle.json").exists()
         assert not (root / "var/tmp/worker.lifecycle.json.tmp").exists()
+
+
+class TestContainmentFailure:
+    def test_a_namespace_init_that_cannot_mount_its_proc(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
+        """The guardian waits for the namespace's ``/proc`` before any worker starts (the
+        fork server may boot meanwhile, never fork), and an init that exits first fails
+        the start with the containment token, in every mode."""
+        if not levels.available(Containment.NAMESPACE):
+            pytest.skip("containment namespace is not available here (it needs root, Linux)")
+        write_root(root, containment="namespace")
+        _fails_with(
+            supervisors,
+            root,
+            "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-containment-failed",
+            "proc-unmountable",
+        )
+        assert not (root / "var/tmp/worker.lifecycle.json").exists()
 
 
 class TestHooks:

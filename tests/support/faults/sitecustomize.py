@@ -21,6 +21,9 @@ Faults (``CORETSIA_TEST_FAULT``, and ``CORETSIA_TEST_FAULT_ARG`` where one is ne
 ``no-sibling-fork``
     ``clone(CLONE_PARENT)`` is not offered (as on a machine other than x86_64 and
     aarch64): the supervisor's check and the fork server fall back to the intermediate.
+``proc-unmountable``
+    The namespace's init cannot mount its ``/proc`` (``EPERM``) and exits before it said
+    it is ready (containment ``namespace``).
 ``locator-unwritable``
     The supervisor's write of the private locator fails (``ENOSPC``, a full disk).
 ``supervisor-raises``
@@ -140,6 +143,13 @@ def _no_sibling_fork(sibling_fork: ModuleType) -> None:
     sibling_fork.SiblingFork.prepare = classmethod(not_offered)
 
 
+def _proc_unmountable(pidns: ModuleType) -> None:
+    def refusing_mount() -> None:
+        raise PermissionError(errno.EPERM, os.strerror(errno.EPERM))
+
+    vars(pidns)["mount_proc"] = refusing_mount  # only the namespace's init mounts it
+
+
 def _locator_unwritable(files: ModuleType) -> None:
     write_atomic = files.write_atomic
 
@@ -166,6 +176,7 @@ FAULTS: dict[str, list[tuple[str, Patch]]] = {
         ("coretsia.supervisor.fork_server", _fork_refused_in_fork_server),
     ],
     "no-sibling-fork": [("coretsia.supervisor.sibling_fork", _no_sibling_fork)],
+    "proc-unmountable": [("coretsia.worker_protocol.internal.runtime.pidns", _proc_unmountable)],
     "locator-unwritable": [("coretsia.supervisor.files", _locator_unwritable)],
     "supervisor-raises": [("coretsia.supervisor.runtime_files", _supervisor_raises)],
 }

@@ -56,6 +56,10 @@ class Container:
         """The guardian's pid for a process its child ``parent`` reports as ``pid``."""
         return pid
 
+    async def ready(self) -> None:
+        """Wait until a worker may start inside (the ``namespace`` level's ``/proc``);
+        OSError if it never may. Every level but ``namespace`` is ready once open."""
+
     async def end(self, budget_s: float) -> None:
         """Once the shutdown phases are over: kill what is left inside, and let go."""
 
@@ -95,10 +99,12 @@ class CgroupContainer(Container):
 class NamespaceContainer(Container):
     """A PID namespace entered by the spawner thread, and its init."""
 
-    def __init__(self, init_pid: int) -> None:
+    def __init__(self, init_pid: int, mounted: int) -> None:
         super().__init__()
         self.parent_pid = 0  # the guardian is outside its children's namespace
         self._init = init_pid
+        self._mounted: int | None = mounted
+        """The read end of the pipe on which the init says its ``/proc`` is mounted."""
         try:
             self._init_process: psutil.Process | None = psutil.Process(init_pid)
         except psutil.Error:
@@ -106,24 +112,36 @@ class NamespaceContainer(Container):
 
     @classmethod
     async def open(cls, spawner: Spawner, env: dict[str, str]) -> NamespaceContainer:
-        """Enter the namespace on the spawner thread and start its init; OSError if refused."""
+        """Enter the namespace on the spawner thread and start its init (:meth:`ready`
+        waits for its ``/proc``); OSError if refused."""
         await spawner.call(pidns.unshare_for_children)
-        ready, ready_w = os.pipe()
+        mounted, mounted_w = os.pipe()
         try:
-            try:
-                init = await _spawn_init(spawner, env, ready_w)
-            finally:
-                os.close(ready_w)
-            with trio.move_on_after(INIT_TIMEOUT_S) as waited:
-                await trio.lowlevel.wait_readable(ready)
-            mounted = not waited.cancelled_caught and os.read(ready, 1) == b"1"
+            init = await _spawn_init(spawner, env, mounted_w)
+        except BaseException:
+            os.close(mounted)
+            raise
         finally:
-            os.close(ready)
-        container = cls(init)
+            os.close(mounted_w)
+        return cls(init, mounted)
+
+    async def ready(self) -> None:
+        """Wait (bounded) until the init mounted the namespace's ``/proc``: a worker's
+        ``os.getpid()`` and ``/proc/<pid>`` must agree from its first instant. Until then
+        the guardian may start the fork server inside (it forks nothing before it is
+        asked), so that its interpreter boots meanwhile."""
+        fd, self._mounted = self._mounted, None
+        if fd is None:
+            return
+        try:
+            with trio.move_on_after(INIT_TIMEOUT_S) as waited:
+                await trio.lowlevel.wait_readable(fd)
+            mounted = not waited.cancelled_caught and os.read(fd, 1) == b"1"
+        finally:
+            os.close(fd)
         if not mounted:
-            container.kill_init()
+            self.kill_init()
             raise ChildProcessError("the namespace init did not start")
-        return container
 
     def helper_pids(self) -> frozenset[int]:
         return frozenset({self._init})

@@ -105,7 +105,13 @@ class Generation:
         env[PARENT_PID_ENV] = str(self._container.parent_pid)
         shared = (self._stop_read, self._fence_fd)
         if self._hello.driver is Driver.FORK and self._hello.fork_server is not None:
-            return await self._start_fork_server(env, shared, self._hello.fork_server)
+            # The server's interpreter boots while the namespace's init mounts its /proc
+            # (some 20 ms each, one after the other otherwise); it forks only when asked,
+            # and nothing is asked before the container is ready.
+            started = await self._start_fork_server(env, shared, self._hello.fork_server)
+            return await self._container_ready() and started
+        if not await self._container_ready():
+            return False
         if self._hello.driver is Driver.FORK:
             self._backend = ForkBackend(self._spawner, env, shared)
             return True
@@ -120,6 +126,16 @@ class Generation:
         self._backend = self._host
         self.post(HostStarted(pid=self._host.pid))
         nursery.start_soon(self._watch_host, self._host)
+        return True
+
+    async def _container_ready(self) -> bool:
+        """The container's last step (see :meth:`Container.ready`); False (after telling
+        the supervisor) if it failed."""
+        try:
+            await self._container.ready()
+        except OSError:
+            self.post(GenerationFailed(reason=Reason.CONTAINMENT_FAILED))
+            return False
         return True
 
     async def _start_fork_server(
