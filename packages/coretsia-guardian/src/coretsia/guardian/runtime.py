@@ -88,6 +88,7 @@ class Generation:
         self._fork_server: ForkServerBackend | None = None
         self._container = Container()
         self._quitting = False
+        self._host_failed = False
 
     async def start_backend(self, nursery: trio.Nursery) -> bool:
         """Set up the container, then the driver; False (after telling the supervisor) if
@@ -174,9 +175,13 @@ class Generation:
         """Reaper callback: a child of ours ended (a worker, the proc host, an orphan)."""
         slot = self._workers.pop(pid, None)
         if slot is not None:
+            if self._host is not None:
+                self._host_gone()  # a proc host's worker is ours to reap once it is gone
             self.post(Exited(slot=slot, exit_kind=exit_kind(status)))
         elif self._fork_server is not None and pid == self._fork_server.pid:
             self._fork_server_gone(self._fork_server)
+        elif self._host is not None and pid == self._host.pid:
+            self._host_gone()
         elif self._spawning:
             # Maybe a worker whose spawn has not returned yet: it is not registered, and
             # must never be once reaped (its pid may be reused at any moment).
@@ -202,7 +207,20 @@ class Generation:
         ours = {p.pid for p in self._children()}
         for pid in [pid for pid in self._workers if pid not in ours]:
             del self._workers[pid]
-        if not self._quitting:
+        self._host_gone()
+
+    def _host_gone(self) -> None:
+        """The proc host ended: before the shutdown, the generation has failed (once).
+
+        Told from whichever comes first: the end of its channel, its reap, or the reap of
+        one of its workers (re-parented to us, a subreaper, only once the host is gone;
+        ``waitpid(-1)`` may well return them before the host, whose spawner thread's
+        children come after the main thread's). So the supervisor learns of the host
+        before any of those workers' exits, which would otherwise read as the workers' own
+        failure (``worker-child-start-failed`` while starting).
+        """
+        if not self._quitting and not self._host_failed:
+            self._host_failed = True
             self.post(GenerationFailed(reason=Reason.PROCESS_HOST_FAILED))
         self.changed()
 
