@@ -357,6 +357,65 @@ class TestForkServer:
         _released(guardian)
 
 
+PIPELINE_LOG_ENV = "CORETSIA_TEST_PIPELINE_LOG"
+
+WATCHED_FORK_SERVER = """
+import os, select, sys
+if any("coretsia.supervisor.fork_server" in arg for arg in sys.orig_argv):
+    import coretsia.supervisor.fork_server as server
+
+    log = os.environ["CORETSIA_TEST_PIPELINE_LOG"]
+    start, worker = server._start, server._worker
+    asked = []
+
+    def watched_start(argv, fds, channel, *rest):
+        if not asked:  # is the next request already here, before this one is answered?
+            waiting = select.select([channel], [], [], 10)[0]
+            with open(log, "a") as out:
+                out.write("pipelined\\n" if waiting else "one at a time\\n")
+        asked.append(argv)
+        start(argv, fds, channel, *rest)
+
+    def watched_worker(argv, *rest):
+        with open(log, "a") as out:
+            out.write(f"{os.getpid()} {argv[-1]}\\n")
+        worker(argv, *rest)
+
+    server._start, server._worker = watched_start, watched_worker
+"""
+"""A fork server that notes whether a second request arrived before it answered the
+first, and which pid each request's worker got (by its ``-c`` code)."""
+
+
+def test_requests_are_pipelined_and_each_answer_goes_to_its_own(
+    runtime_root: Path, tmp_path: Path
+) -> None:
+    """Two spawns at once: the second request reaches the server before the first one's
+    answer (the server never waits a round trip of the guardian's per worker), and each
+    ``spawned`` names the pid of the worker forked for its own slot."""
+    log = tmp_path / "pipeline.log"
+    env = site_env(tmp_path / "site", WATCHED_FORK_SERVER, dict(os.environ))
+    env[PIPELINE_LOG_ENV] = str(log)
+    guardian, _server = _with_fork_server(runtime_root, FORK_SERVER, env)
+    channels = [guardian.spawn(0, "slot-0"), guardian.spawn(1, "slot-1")]
+    pids: dict[int, int] = {}
+    exits: set[int] = set()
+    while len(pids) < 2 or len(exits) < 2:
+        frame = guardian.receive()
+        if isinstance(frame, Spawned):
+            pids[frame.slot] = frame.pid
+        else:
+            assert isinstance(frame, Exited), frame
+            exits.add(frame.slot)
+    lines = log.read_text().splitlines()
+    assert lines[0] == "pipelined"
+    forked = dict(line.split() for line in lines[1:])
+    assert forked == {str(pids[0]): "slot-0", str(pids[1]): "slot-1"}
+    for channel in channels:
+        channel.close()
+    _released(guardian)
+
+
 HUNG_FORK_SERVER = """
 import sys
 if "coretsia.guardian" in sys.orig_argv:

@@ -29,6 +29,7 @@ import array
 import os
 import signal
 import socket
+from collections import deque
 from collections.abc import Mapping
 from typing import Final
 
@@ -50,6 +51,21 @@ from coretsia.worker_protocol.internal.guardian import Spawned, SpawnFailed
 REPLY_TIMEOUT_S: Final = 30.0
 """Bound on one request's answer (the fork server forks and answers in milliseconds)."""
 
+MAX_IN_FLIGHT: Final = 16
+"""Requests sent and not yet answered, at most: enough to keep the server forking, few
+enough that the descriptors in flight (three a request) stay far below any limit on
+them (an unprivileged user's count against ``RLIMIT_NOFILE``)."""
+
+
+class _Request:
+    """One request in flight: the worker's pid once it told, and whether it is answered."""
+
+    __slots__ = ("answered", "pid")
+
+    def __init__(self) -> None:
+        self.pid: int | None = None
+        self.answered = False
+
 
 class ForkServerBackend(ForkBackend):
     """Workers are the guardian's children, forked by the fork server on request."""
@@ -68,7 +84,10 @@ class ForkServerBackend(ForkBackend):
         self.gone = trio.Event()
         """Set once the server answers no more (its channel ended, or it was reaped)."""
         self._reaped = trio.Event()
-        self._turn = trio.Lock()  # one request at a time: the reply names no slot
+        self._unanswered: deque[_Request] = deque()
+        self._sending = trio.Lock()
+        self._reading = trio.Lock()
+        self._in_flight = trio.Semaphore(MAX_IN_FLIGHT)
 
     @classmethod
     async def start(
@@ -94,7 +113,7 @@ class ForkServerBackend(ForkBackend):
     async def spawn(
         self, slot: int, argv: tuple[str, ...], channel_fd: int
     ) -> Spawned | SpawnFailed:
-        async with self._turn:
+        async with self._in_flight:
             pid = await self._ask(argv, channel_fd) if not self.gone.is_set() else None
         if pid is None:
             reason = Reason.PROCESS_HOST_FAILED if self.gone.is_set() else Reason.FORK_FAILED
@@ -105,6 +124,11 @@ class ForkServerBackend(ForkBackend):
         """One request and its answer: the worker's pid; None if the server started no
         worker (or is gone before its worker told).
 
+        Pipelined: the request is sent at once, behind the ones still in flight; the
+        server answers them in order, so whoever reads gives each answer to the oldest
+        request unanswered. The server forks the next worker while the guardian is still
+        busy with the last answer, instead of waiting a round trip for each.
+
         Shielded: an answer left unread would be taken for the next request's. Bounded: a
         server that has not answered within :data:`REPLY_TIMEOUT_S` (a fork is
         milliseconds) is hung; it is SIGKILLed and never asked again, so no late answer
@@ -112,26 +136,36 @@ class ForkServerBackend(ForkBackend):
         """
         fds = array.array("i", (channel_fd, *self._shared_fds))
         ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
-        pid: int | None = None
-        answered = False
+        request = _Request()
         with trio.CancelScope(shield=True), trio.move_on_after(REPLY_TIMEOUT_S) as waited:
             try:
-                await self._channel.sendmsg([encode_request(argv)], ancillary)
-                while True:
-                    data, credentials, _flags, _addr = await self._channel.recvmsg(
-                        MAX_MESSAGE, CREDENTIALS_SPACE
-                    )
-                    if data != STARTED:
-                        break
-                    pid = sender_pid(credentials)
-                answered = data == DONE
+                async with self._sending:  # the queue's order is the order of the sends
+                    self._unanswered.append(request)
+                    await self._channel.sendmsg([encode_request(argv)], ancillary)
+                async with self._reading:
+                    while not request.answered and not self.gone.is_set():
+                        await self._read_one()
             except OSError:
-                pass
+                self.gone.set()  # the queue and the server's answers may disagree now
         if waited.cancelled_caught and not self._reaped.is_set():
+            self.gone.set()
             os.kill(self.pid, signal.SIGKILL)  # unreaped: the pid is still the server's
-        if not answered:
-            self.gone.set()  # the end of the channel (b""), or not an answer at all
-        return pid
+        return request.pid  # a worker that told is ours even if its answer never came
+
+    async def _read_one(self) -> None:
+        """Read one datagram and give it to the oldest request unanswered; the channel's
+        end, or anything but an answer, means the server is gone."""
+        data, credentials, _flags, _addr = await self._channel.recvmsg(
+            MAX_MESSAGE, CREDENTIALS_SPACE
+        )
+        oldest = self._unanswered[0]
+        if data == STARTED:
+            oldest.pid = sender_pid(credentials)
+        elif data == DONE:
+            oldest.answered = True
+            self._unanswered.popleft()
+        else:
+            self.gone.set()
 
     def reaped(self) -> None:
         """The guardian's reaper reaped the fork server."""

@@ -16,9 +16,13 @@ message is one datagram and never needs a framer:
 - fork server to guardian: :data:`DONE`, once the worker told (or died before it could,
   or none was started): the end of the request's answer.
 
-One request at a time: the guardian waits for ``DONE`` before it sends the next one, so
-a ``STARTED`` always belongs to the request in flight. Both ends are standard library
-only: the fork server imports this module before it forks, and every worker inherits it.
+The server answers one request at a time, in the order they came: it reads the next
+one only once the last one's worker told (or none was started), so the answers never
+interleave and a ``STARTED`` always belongs to the oldest request unanswered. The
+guardian need not wait for an answer before it sends the next request: it sends them
+ahead (a bounded number), so the server forks on without a round trip per worker.
+Both ends are standard library only: the fork server imports this module before it
+forks, and every worker inherits it.
 """
 
 from __future__ import annotations
