@@ -360,39 +360,49 @@ class TestForkServer:
 PIPELINE_LOG_ENV = "CORETSIA_TEST_PIPELINE_LOG"
 
 WATCHED_FORK_SERVER = """
-import os, select, sys
+import os, sys, time
 if any("coretsia.supervisor.fork_server" in arg for arg in sys.orig_argv):
     import coretsia.supervisor.fork_server as server
 
     log = os.environ["CORETSIA_TEST_PIPELINE_LOG"]
-    start, worker = server._start, server._worker
-    asked = []
+    start, worker, fresh = server._start, server._worker, server._fresh
+    started = []
 
-    def watched_start(argv, fds, channel, *rest):
-        if not asked:  # is the next request already here, before this one is answered?
-            waiting = select.select([channel], [], [], 10)[0]
-            with open(log, "a") as out:
-                out.write("pipelined\\n" if waiting else "one at a time\\n")
-        asked.append(argv)
-        start(argv, fds, channel, *rest)
-
-    def watched_worker(argv, *rest):
+    def note(line):
         with open(log, "a") as out:
-            out.write(f"{os.getpid()} {argv[-1]}\\n")
-        worker(argv, *rest)
+            out.write(line + "\\n")
 
-    server._start, server._worker = watched_start, watched_worker
+    def watched_start(tag, argv, *rest):
+        started.append(argv[-1])  # before the fork: the worker inherits the count
+        note(f"asked {argv[-1]}")
+        return start(tag, argv, *rest)
+
+    def watched_worker(tag, argv, *rest):
+        note(f"forked {os.getpid()} {argv[-1]}")
+        if len(started) == 1:  # the first worker tells only once the second one has
+            deadline = time.monotonic() + 5
+            while "told" not in open(log).read():
+                if time.monotonic() > deadline:
+                    note("the second worker was not forked before the first told")
+                    break
+                time.sleep(0.01)
+        worker(tag, argv, *rest)
+
+    def watched_fresh(argv, parent):
+        note(f"told {argv[-1]}")
+        fresh(argv, parent)
+
+    server._start, server._worker, server._fresh = watched_start, watched_worker, watched_fresh
 """
-"""A fork server that notes whether a second request arrived before it answered the
-first, and which pid each request's worker got (by its ``-c`` code)."""
+"""A fork server whose first worker tells only once the second one has: one that waited
+for each worker to tell before it forked the next never forks the second in time."""
 
 
-def test_requests_are_pipelined_and_each_answer_goes_to_its_own(
-    runtime_root: Path, tmp_path: Path
-) -> None:
-    """Two spawns at once: the second request reaches the server before the first one's
-    answer (the server never waits a round trip of the guardian's per worker), and each
-    ``spawned`` names the pid of the worker forked for its own slot."""
+def test_a_worker_slow_to_tell_holds_up_no_other(runtime_root: Path, tmp_path: Path) -> None:
+    """Two spawns at once, the first worker slow to tell its pid: the server forks the
+    second meanwhile (it neither waits for the guardian's round trip nor for a worker to
+    tell), and each ``spawned`` names the pid of the worker forked for its own slot,
+    whatever the order of the answers."""
     log = tmp_path / "pipeline.log"
     env = site_env(tmp_path / "site", WATCHED_FORK_SERVER, dict(os.environ))
     env[PIPELINE_LOG_ENV] = str(log)
@@ -408,9 +418,12 @@ def test_requests_are_pipelined_and_each_answer_goes_to_its_own(
             assert isinstance(frame, Exited), frame
             exits.add(frame.slot)
     lines = log.read_text().splitlines()
-    assert lines[0] == "pipelined"
-    forked = dict(line.split() for line in lines[1:])
-    assert forked == {str(pids[0]): "slot-0", str(pids[1]): "slot-1"}
+    assert "the second worker was not forked before the first told" not in lines
+    forked = [line.split()[1:] for line in lines if line.startswith("forked ")]
+    assert sorted(forked) == sorted([[str(pids[0]), "slot-0"], [str(pids[1]), "slot-1"]])
+    asked = [line.split()[1] for line in lines if line.startswith("asked ")]
+    told = [line.split()[1] for line in lines if line.startswith("told ")]
+    assert told == asked[::-1]  # the second one forked told first
     for channel in channels:
         channel.close()
     _released(guardian)

@@ -26,10 +26,10 @@ unaffected until the shutdown that follows.
 from __future__ import annotations
 
 import array
+import itertools
 import os
 import signal
 import socket
-from collections import deque
 from collections.abc import Mapping
 from typing import Final
 
@@ -40,10 +40,10 @@ from coretsia.guardian.spawner import Spawner, SpawnRequest
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.internal.fork_server import (
     CREDENTIALS_SPACE,
-    DONE,
     MAX_MESSAGE,
     STARTED,
     encode_request,
+    parse_answer,
     sender_pid,
 )
 from coretsia.worker_protocol.internal.guardian import Spawned, SpawnFailed
@@ -53,18 +53,20 @@ REPLY_TIMEOUT_S: Final = 30.0
 
 MAX_IN_FLIGHT: Final = 16
 """Requests sent and not yet answered, at most: enough to keep the server forking, few
-enough that the descriptors in flight (three a request) stay far below any limit on
-them (an unprivileged user's count against ``RLIMIT_NOFILE``)."""
+enough that the descriptors in flight (three a request, and the server's pipe for each
+worker that has not told yet) stay far below any limit on them (an unprivileged user's
+count against ``RLIMIT_NOFILE``, ``select``'s ``FD_SETSIZE`` in the server)."""
 
 
 class _Request:
-    """One request in flight: the worker's pid once it told, and whether it is answered."""
+    """One request in flight: the worker's pid once it told; ``ended`` once it is
+    answered, or the server is gone."""
 
-    __slots__ = ("answered", "pid")
+    __slots__ = ("ended", "pid")
 
     def __init__(self) -> None:
         self.pid: int | None = None
-        self.answered = False
+        self.ended = trio.Event()
 
 
 class ForkServerBackend(ForkBackend):
@@ -84,9 +86,8 @@ class ForkServerBackend(ForkBackend):
         self.gone = trio.Event()
         """Set once the server answers no more (its channel ended, or it was reaped)."""
         self._reaped = trio.Event()
-        self._unanswered: deque[_Request] = deque()
-        self._sending = trio.Lock()
-        self._reading = trio.Lock()
+        self._unanswered: dict[bytes, _Request] = {}  # by tag
+        self._tags = itertools.count()
         self._in_flight = trio.Semaphore(MAX_IN_FLIGHT)
 
     @classmethod
@@ -124,51 +125,64 @@ class ForkServerBackend(ForkBackend):
         """One request and its answer: the worker's pid; None if the server started no
         worker (or is gone before its worker told).
 
-        Pipelined: the request is sent at once, behind the ones still in flight; the
-        server answers them in order, so whoever reads gives each answer to the oldest
-        request unanswered. The server forks the next worker while the guardian is still
-        busy with the last answer, instead of waiting a round trip for each.
+        Pipelined: the request is sent at once, beside the ones still in flight; the
+        server forks each as it comes, and :meth:`read_answers` gives every answer to
+        its own request (by tag).
 
-        Shielded: an answer left unread would be taken for the next request's. Bounded: a
-        server that has not answered within :data:`REPLY_TIMEOUT_S` (a fork is
-        milliseconds) is hung; it is SIGKILLed and never asked again, so no late answer
-        can be misread, and its reap fails the generation.
+        Shielded: a spawn is never abandoned half way (its worker may be running).
+        Bounded: a server that has not answered within :data:`REPLY_TIMEOUT_S` (a fork
+        is milliseconds) is hung; it is SIGKILLed and never asked again, and its reap
+        fails the generation.
         """
         fds = array.array("i", (channel_fd, *self._shared_fds))
         ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
-        request = _Request()
+        tag = next(self._tags)
+        key = str(tag).encode()  # as the answers name it
+        request = self._unanswered[key] = _Request()
         with trio.CancelScope(shield=True), trio.move_on_after(REPLY_TIMEOUT_S) as waited:
             try:
-                async with self._sending:  # the queue's order is the order of the sends
-                    self._unanswered.append(request)
-                    await self._channel.sendmsg([encode_request(argv)], ancillary)
-                async with self._reading:
-                    while not request.answered and not self.gone.is_set():
-                        await self._read_one()
-            except OSError:
-                self.gone.set()  # the queue and the server's answers may disagree now
+                await self._channel.sendmsg([encode_request(tag, argv)], ancillary)
+            except OSError:  # the channel is broken: never asked
+                self.gone.set()
+                request.ended.set()
+            await request.ended.wait()
         if waited.cancelled_caught and not self._reaped.is_set():
             self.gone.set()
             os.kill(self.pid, signal.SIGKILL)  # unreaped: the pid is still the server's
+        del self._unanswered[key]
         return request.pid  # a worker that told is ours even if its answer never came
 
-    async def _read_one(self) -> None:
-        """Read one datagram and give it to the oldest request unanswered; the channel's
-        end, or anything but an answer, means the server is gone."""
-        data, credentials, _flags, _addr = await self._channel.recvmsg(
-            MAX_MESSAGE, CREDENTIALS_SPACE
-        )
-        oldest = self._unanswered[0]
-        if data == STARTED:
-            oldest.pid = sender_pid(credentials)
-        elif data == DONE:
-            oldest.answered = True
-            self._unanswered.popleft()
-        else:
-            self.gone.set()
+    async def read_answers(self) -> None:
+        """Give every answer to its request, until the channel ends (or is closed), or
+        carries anything but an answer to a request in flight: the server is gone."""
+        try:
+            while True:
+                data, credentials, _flags, _addr = await self._channel.recvmsg(
+                    MAX_MESSAGE, CREDENTIALS_SPACE
+                )
+                answer = parse_answer(data)
+                request = None if answer is None else self._unanswered.get(answer[1])
+                if answer is None or request is None:
+                    return
+                if answer[0] == STARTED:
+                    request.pid = sender_pid(credentials)
+                else:
+                    request.ended.set()
+        except (OSError, trio.ClosedResourceError):
+            return
+        finally:
+            self._gone()
+
+    def _gone(self) -> None:
+        """The server answers no more: every request in flight ends unanswered."""
+        self.gone.set()
+        for request in self._unanswered.values():
+            request.ended.set()
 
     def reaped(self) -> None:
-        """The guardian's reaper reaped the fork server."""
+        """The guardian's reaper reaped the fork server: it is asked nothing more. The
+        requests in flight end at the channel's end, not now: a worker it forked may
+        have told, and its word may still wait in the channel."""
         self.gone.set()
         self._reaped.set()
 

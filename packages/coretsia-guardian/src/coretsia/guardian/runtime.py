@@ -110,6 +110,8 @@ class Generation:
             # (some 20 ms each, one after the other otherwise); it forks only when asked,
             # and nothing is asked before the container is ready.
             started = await self._start_fork_server(env, shared, self._hello.fork_server)
+            if self._fork_server is not None:
+                nursery.start_soon(self._fork_server.read_answers)
             return await self._container_ready() and started
         if not await self._container_ready():
             return False

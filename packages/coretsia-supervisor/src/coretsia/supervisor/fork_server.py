@@ -31,10 +31,11 @@ How the guardian learns the pid. The worker tells it itself, on the server's cha
 ``killpg`` it from the first instant): the guardian reads the pid from that datagram's
 credentials, which the kernel gives in the guardian's PID namespace, so nothing
 translates a pid from the server's namespace and nothing can race with the worker's
-exit. The server waits for that (the worker closes a pipe once it told, or dies), then
-ends the answer (:mod:`coretsia.worker_protocol.internal.fork_server`). The guardian
-registers the pid; an exit it reaps before then is matched to the spawn like any early
-exit. The worker's parent-death check expects the pid the server's own parent has (the
+exit. The server learns that the worker told (it closes a pipe once it told, or dies),
+then ends the answer (:mod:`coretsia.worker_protocol.internal.fork_server`); it does not
+wait for that before it forks the next request's worker: answers name their request.
+The guardian registers the pid; an exit it reaps before then is matched to the spawn like
+any early exit. The worker's parent-death check expects the pid the server's own parent has (the
 guardian's, or 0 from inside a namespace, as for any child the guardian spawns there).
 
 Per-worker freshness (what a fork would share with its siblings), see
@@ -63,11 +64,11 @@ import sys
 
 from coretsia.supervisor.sibling_fork import SiblingFork
 from coretsia.worker_protocol.internal.fork_server import (
-    DONE,
     MAX_MESSAGE,
     REQUEST_FDS,
-    STARTED,
     decode_request,
+    done,
+    started,
 )
 from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV, arm_parent_death, parent_matches
 
@@ -138,19 +139,55 @@ def main() -> None:
 
 
 def _serve(channel: socket.socket, parent: int, sibling: SiblingFork | None) -> NoReturn:
-    """One request at a time: fork the worker, close our copies, end the answer."""
+    """Fork each request's worker as it comes; answer each once its worker told.
+
+    The answers name their requests, so the next worker is forked while the last one is
+    still on its way to telling (a new process waits its turn for a core): ``telling``
+    maps each worker's pipe, whose end of file says it told (or died), to the request's
+    tag and the intermediate to reap, if any.
+    """
+    import select
+
+    telling: dict[int, tuple[bytes, int | None]] = {}
     while True:
-        data, fds, _flags, _addr = socket.recv_fds(channel, MAX_MESSAGE, REQUEST_FDS)
-        if not data:
-            os._exit(0)  # the guardian closed the channel (or is gone)
-        argv = decode_request(data)
-        try:
-            if argv is not None and len(fds) == REQUEST_FDS:
-                _start(argv, fds, channel, parent, sibling)
-        finally:
-            for fd in fds:
-                os.close(fd)
-        channel.sendall(DONE)
+        ready, _, _ = select.select([CHANNEL_FD, *telling], [], [])
+        for fd in ready:
+            if fd == CHANNEL_FD:
+                _serve_request(channel, parent, sibling, telling)
+                continue
+            os.read(fd, 1)  # the end of file: every copy of the write end is closed
+            os.close(fd)
+            tag, intermediate = telling.pop(fd)
+            if intermediate is not None:
+                os.waitpid(intermediate, 0)  # it exits at once; the worker is not ours
+            channel.sendall(done(tag))
+
+
+def _serve_request(
+    channel: socket.socket,
+    parent: int,
+    sibling: SiblingFork | None,
+    telling: dict[int, tuple[bytes, int | None]],
+) -> None:
+    """Read one request and fork its worker; answer it at once if none was started."""
+    data, fds, _flags, _addr = socket.recv_fds(channel, MAX_MESSAGE, REQUEST_FDS)
+    if not data:
+        os._exit(0)  # the guardian closed the channel (or is gone)
+    request = decode_request(data)
+    if request is None:
+        os._exit(2)  # no tag to answer: the guardian broke the contract
+    tag, argv = request
+    try:
+        forked = (
+            _start(tag, argv, fds, channel, parent, sibling) if len(fds) == REQUEST_FDS else None
+        )
+    finally:
+        for fd in fds:
+            os.close(fd)
+    if forked is None:
+        channel.sendall(done(tag))
+    else:
+        telling[forked[0]] = (tag, forked[1])
 
 
 def _values(prefix: str) -> list[str]:
@@ -188,49 +225,52 @@ def _alone(channel_fd: int) -> bool:
 
 
 def _start(
+    tag: bytes,
     argv: tuple[str, ...],
     fds: list[int],
     channel: socket.socket,
     parent: int,
     sibling: SiblingFork | None,
-) -> None:
-    """Fork the worker (through an intermediate without ``sibling``); return once it told
-    the guardian its pid, or died before, or none was started."""
+) -> tuple[int, int | None] | None:
+    """Fork the worker (through an intermediate without ``sibling``); None if none was
+    started, else the pipe that reads end of file once it told (or died), and the
+    intermediate to reap."""
     told, telling = os.pipe()
     try:
         child = sibling.fork() if sibling is not None else os.fork()
     except OSError:
         child = None
     if child == 0:
+        os.close(told)
         if sibling is None:
-            _intermediate(argv, fds, channel, parent, told, telling)
-        _worker(argv, fds, channel, parent, telling, None)
+            _intermediate(tag, argv, fds, channel, parent, telling)
+        _worker(tag, argv, fds, channel, parent, telling, None)
     os.close(telling)
-    os.read(told, 1)  # the end of file: every copy of ``telling`` is closed
-    os.close(told)
-    if child is not None and sibling is None:
-        os.waitpid(child, 0)  # the intermediate exits at once; the worker is not ours
+    if child is None:
+        os.close(told)
+        return None
+    return told, None if sibling is not None else child
 
 
 def _intermediate(
+    tag: bytes,
     argv: tuple[str, ...],
     fds: list[int],
     channel: socket.socket,
     parent: int,
-    told: int,
     telling: int,
 ) -> NoReturn:
     """Fork the worker and exit: the worker is re-parented to the guardian."""
     try:
-        os.close(told)
         gone = os.pidfd_open(os.getpid())
         if os.fork() == 0:
-            _worker(argv, fds, channel, parent, telling, gone)
+            _worker(tag, argv, fds, channel, parent, telling, gone)
     finally:
         os._exit(0)
 
 
 def _worker(
+    tag: bytes,
     argv: tuple[str, ...],
     fds: list[int],
     channel: socket.socket,
@@ -249,7 +289,7 @@ def _worker(
     """
     try:
         os.setsid()  # before the pid is told: the guardian signals the worker's group
-        channel.sendall(STARTED)  # our pid, in the guardian's namespace: the credentials
+        channel.sendall(started(tag))  # our pid, in the guardian's namespace: the credentials
         os.close(telling)
         if gone is not None:
             import select
