@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
+from types import SimpleNamespace
 from typing import Any, cast
 
 import pytest
@@ -24,7 +26,7 @@ from coretsia.worker_protocol.internal.guardian import (
     Welcome,
     encode_guardian_frame,
 )
-from coretsia.worker_protocol.internal.guardian_conversation import GuardianEnd
+from coretsia.worker_protocol.internal.guardian_conversation import SupervisorEnd
 from coretsia.worker_protocol.internal.runtime.channel import FramedChannel
 from coretsia.worker_protocol.vocabulary import Containment, Driver
 
@@ -40,24 +42,39 @@ HELLO = Hello(
 )
 
 
-async def _handshake_against(*answers: GuardianFrame) -> None:
-    """Run the supervisor's handshake against a peer whose answers are already queued."""
+async def _handshake_against(*answers: GuardianFrame, sent: bytes | None = None) -> bytes:
+    """Run the supervisor's handshake against a peer whose answers are already queued;
+    what the peer received. ``sent``: written before the link existed, as
+    :func:`~coretsia.supervisor.guardian_process.send_early` writes ``hello``."""
     a, b = socket.socketpair()
+    if sent is not None:
+        a.sendall(sent)
     ours = FramedChannel(trio.socket.from_stdlib_socket(a))
-    theirs = FramedChannel(trio.socket.from_stdlib_socket(b))
-    link = GuardianLink(cast(Any, None), ours)
+    link = GuardianLink(cast(Any, SimpleNamespace(sent=sent)), ours)
     try:
         for frame in answers:
-            await theirs.send(encode_guardian_frame(frame))
+            b.sendall(encode_guardian_frame(frame))
         with trio.fail_after(10):
-            try:
-                await link._handshake(HELLO)
-            finally:
-                heard = await theirs.receive(GuardianEnd(HELLO.peer_version))
-                assert isinstance(heard, Hello)
+            await link._handshake(HELLO)
     finally:
         ours.close()
-        theirs.close()
+        received = _drained(b)
+        b.close()
+    return received
+
+
+def _drained(sock: socket.socket) -> bytes:
+    """Everything ``sock`` received until the other end closed (or reset: it closed with
+    our answers unread)."""
+    received = b""
+    with contextlib.suppress(ConnectionResetError):
+        while chunk := sock.recv(65536):
+            received += chunk
+    return received
+
+
+def _hello() -> bytes:
+    return SupervisorEnd().send(HELLO)
 
 
 class TestHandshake:
@@ -68,8 +85,35 @@ class TestHandshake:
         assert info.value.reason is Reason.PEER_VERSION_MISMATCH
 
     async def test_matching_guardian_is_accepted(self) -> None:
-        """A guardian of the same version that claims the lock completes the handshake."""
-        await _handshake_against(Welcome(peer_version="0.1.0", pid=1), Locked())
+        """A guardian of the same version that claims the lock completes the handshake;
+        it heard ``hello``, once."""
+        received = await _handshake_against(Welcome(peer_version="0.1.0", pid=1), Locked())
+        assert received == _hello()
+
+    async def test_a_hello_sent_early_is_not_sent_again(self) -> None:
+        """``hello`` written before trio (the same bytes) is the handshake's ``hello``."""
+        received = await _handshake_against(
+            Welcome(peer_version="0.1.0", pid=1), Locked(), sent=_hello()
+        )
+        assert received == _hello()
+
+    async def test_another_hello_sent_early_fails_the_start(self) -> None:
+        """A guardian that got another ``hello`` early is not this generation's."""
+        other = SupervisorEnd().send(
+            Hello(
+                peer_version="0.1.0",
+                driver=Driver.FORK,
+                stop_timeout_ms=1000,
+                force_kill_timeout_ms=500,
+                umask=0o077,
+                log_json=False,
+                containment=Containment.PROCESS,
+                root_id="0" * 16,
+            )
+        )
+        with pytest.raises(WorkerLifecycleFailedError) as info:
+            await _handshake_against(Welcome(peer_version="0.1.0", pid=1), sent=other)
+        assert info.value.reason is Reason.LIFECYCLE_FAILED
 
     async def test_refused_lock_is_already_running(self) -> None:
         """A refused lock claim becomes ALREADY_RUNNING."""

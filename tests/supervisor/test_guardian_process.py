@@ -1,4 +1,5 @@
-"""The early guardian: adopted only for its own root and environment, else killed."""
+"""The early guardian: adopted only for its own root and environment, else let go: killed
+if it never got ``hello``, released through its channel if it did."""
 
 from __future__ import annotations
 
@@ -8,9 +9,16 @@ from pathlib import Path
 
 import pytest
 import trio
+from pools import wait_for
 
 from coretsia.supervisor import guardian_process
+from coretsia.supervisor.containment import root_id
 from coretsia.supervisor.guardian_process import GuardianProcess, guardian_env
+from coretsia.worker_protocol import lock
+from coretsia.worker_protocol.internal.guardian import Hello
+from coretsia.worker_protocol.internal.guardian_conversation import SupervisorEnd
+from coretsia.worker_protocol.lifecycle import LOCK_PATH, RUNTIME_DIR
+from coretsia.worker_protocol.vocabulary import Containment, Driver
 
 
 @pytest.fixture(autouse=True)
@@ -62,6 +70,34 @@ def test_an_unadopted_guardian_is_discarded(tmp_path: Path) -> None:
     guardian_process.discard_early()
     assert not _alive(early[2].pid)
     assert guardian_process._early is None
+
+
+def test_a_guardian_that_got_hello_is_let_go_through_its_channel(tmp_path: Path) -> None:
+    """``hello`` sent early, then the start ends before the launch: the guardian, which
+    claimed the lock, is not SIGKILLed but let go as a lost supervisor lets it go; it
+    exits on its own and the lock is free."""
+    from coretsia.supervisor._version import __version__
+
+    (tmp_path / RUNTIME_DIR).mkdir(parents=True)
+    guardian_process.start_early(tmp_path, os.environ)
+    early = guardian_process._early
+    assert early is not None
+    hello = Hello(
+        peer_version=__version__,
+        driver=Driver.FORK,
+        stop_timeout_ms=1000,
+        force_kill_timeout_ms=500,
+        umask=0o077,
+        log_json=True,
+        containment=Containment.PROCESS,
+        root_id=root_id(tmp_path),
+    )
+    guardian_process.send_early(SupervisorEnd().send(hello))
+    assert early[2].sent is not None
+    wait_for(lambda: lock.probe(str(tmp_path / LOCK_PATH)))  # claimed
+    guardian_process.discard_early()
+    assert early[2]._popen.returncode not in (None, -9)  # it exited, not killed
+    assert not lock.probe(str(tmp_path / LOCK_PATH))
 
 
 async def test_wait_reaps_a_guardian_that_lost_its_supervisor(tmp_path: Path) -> None:

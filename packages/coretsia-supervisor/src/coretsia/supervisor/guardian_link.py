@@ -68,9 +68,15 @@ class GuardianLink:
 
         The conversation checks them: a refusal raises its own error, a guardian of
         another version ``worker-peer-version-mismatch``; an end or a broken rule is the
-        failure of the step it interrupted.
+        failure of the step it interrupted. A ``hello`` already written before trio (the
+        very same bytes: see :func:`~coretsia.supervisor.guardian_process.send_early`) is
+        not written again.
         """
-        await self.send(hello)
+        data = self._conversation.send(hello)
+        if self.process.sent is None:
+            await self._write(data)
+        elif self.process.sent != data:  # another hello went early: not this generation's
+            raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED)
         while self._conversation.state is not GuardianState.RUNNING:
             if await self.receive() is None:
                 raise self._conversation.failure()
@@ -82,8 +88,10 @@ class GuardianLink:
         corrupt the channel. The guardian reads its channel at all times, so the send is
         bounded by the socket buffer; a guardian gone makes it fail, not hang.
         """
+        await self._write(self._conversation.send(frame), fds)
+
+    async def _write(self, data: bytes, fds: tuple[int, ...] = ()) -> None:
         try:
-            data = self._conversation.send(frame)
             with trio.CancelScope(shield=True):
                 await self._channel.send(data, fds)
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError) as exc:

@@ -3,11 +3,15 @@
 A supervisor and its guardian are two interpreters that each import trio, cattrs and
 their own modules, about 0.2 s apiece; started one after the other they cost every
 ``start`` twice that before the first worker. So ``start`` spawns the guardian first
-thing (:func:`start_early`), and the two boot side by side on two cores; the
+thing (:func:`start_early`), and the two boot side by side on two cores. Once the
+configuration is read, and still before trio, ``start`` sends it ``hello``
+(:func:`send_early`): the guardian claims the lock and starts the generation's helpers
+(the fork server boots) while this process imports the rest. The
 :class:`~coretsia.supervisor.guardian_link.GuardianLink` adopts it later
-(:func:`take_early`) for the handshake. Until it receives ``hello`` a guardian holds
-nothing (no lock, no worker), so one that is never adopted (the configuration is invalid,
-the start fails early) is simply killed (:func:`discard_early`).
+(:func:`take_early`) and goes on with the handshake. One that is never adopted (the
+start failed in between) is let go (:func:`discard_early`): killed at once if it never
+got ``hello`` (it holds nothing), else by closing its channel, as a supervisor's death
+lets it go, so that it releases what it claimed.
 
 This module imports only the standard library: it runs before trio is imported.
 :class:`GuardianProcess` imports trio only in :meth:`~GuardianProcess.wait`.
@@ -27,6 +31,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
+
+UNADOPTED_EXIT_S = 10.0
+"""Bound on the exit of a guardian that got ``hello`` and was let go unadopted (it has no
+worker to stop: it releases the lock and exits within milliseconds)."""
 
 _PRIVATE_ENV = frozenset(
     {"NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID", "LISTEN_FDS", "LISTEN_PID"}
@@ -70,6 +78,8 @@ class GuardianProcess:
         self._popen = popen
         self.channel = channel
         """The supervisor's end of the guardian channel (a UNIX stream socket)."""
+        self.sent: bytes | None = None
+        """What :func:`send_early` wrote on the channel (``hello``), if anything."""
 
     @classmethod
     def start(cls, root: Path, env: Mapping[str, str]) -> GuardianProcess:
@@ -113,8 +123,19 @@ class GuardianProcess:
         return self._popen.wait()  # exited: reaps at once
 
     def kill(self) -> None:
-        """SIGKILL and reap a guardian that never received ``hello`` (it holds nothing)."""
+        """End and reap a guardian nobody adopted.
+
+        One that never received ``hello`` holds nothing: SIGKILL. One that did may hold
+        the lock and have started the generation's helpers: its channel is closed, which
+        is how the supervisor's death looks to it, and it lets everything go and exits;
+        SIGKILL only if it has not within :data:`UNADOPTED_EXIT_S`.
+        """
         self.channel.close()
+        if self.sent is not None:
+            try:
+                self._popen.wait(UNADOPTED_EXIT_S)
+            except subprocess.TimeoutExpired:
+                pass
         if self._popen.returncode is None:
             self._popen.send_signal(signal.SIGKILL)
         self._popen.wait()
@@ -139,6 +160,23 @@ def start_early(root: Path, environ: Mapping[str, str]) -> None:
         _early = (root, env, GuardianProcess.start(root, env))
     except OSError:
         _early = None
+
+
+def send_early(hello: bytes) -> None:
+    """Write ``hello`` (encoded) on the early guardian's channel now, if there is one.
+
+    The channel is empty and the frame small: the write completes at once, whether or not
+    the guardian reads yet. If it fails, the guardian is gone: the link finds out at the
+    handshake, as it would have without this.
+    """
+    if _early is None:
+        return
+    process = _early[2]
+    try:
+        process.channel.sendall(hello)
+    except OSError:
+        return
+    process.sent = hello
 
 
 def take_early(root: Path, env: Mapping[str, str]) -> GuardianProcess | None:

@@ -2,8 +2,10 @@
 ``ProcessManager.start()``.
 
 Both callers have loaded the configuration and frozen the generation spec; this module
-does the rest of seed 000's start in one place: the state directory, the subreaper (what
-a killed guardian leaves behind comes to us), the log handler, and the trio run.
+does the rest of seed 000's start in one place: the state directory, the guardian's
+``hello`` (sent before trio is imported, to the guardian ``start`` spawned early), the
+subreaper (what a killed guardian leaves behind comes to us), the log handler, and the
+trio run.
 """
 
 from __future__ import annotations
@@ -12,18 +14,23 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from coretsia.supervisor._version import __version__
 from coretsia.supervisor.config import PoolConfig, SpawnMode
-from coretsia.supervisor.containment import resolve_containment
+from coretsia.supervisor.containment import resolve_containment, root_id
 from coretsia.supervisor.drivers import (
     fork_server_argv,
     fork_server_available,
     resolve_driver,
     resolve_transport,
 )
-from coretsia.supervisor.guardian_process import without_service_manager
+from coretsia.supervisor.guardian_process import send_early, without_service_manager
 from coretsia.supervisor.platforms import require_supported_platform
 from coretsia.supervisor.process.ipc_resources import require_ipc
 from coretsia.supervisor.runtime_files import runtime_dirs
+from coretsia.worker_protocol.internal.guardian import Hello
+from coretsia.worker_protocol.internal.guardian_conversation import SupervisorEnd
+from coretsia.worker_protocol.internal.runtime.logs import wants_json
+from coretsia.worker_protocol.internal.runtime.subreaper import become_subreaper
 from coretsia.worker_protocol.lifecycle import RUNTIME_DIR
 from coretsia.worker_protocol.vocabulary import Containment
 
@@ -70,16 +77,29 @@ def run_supervisor(
     metrics = _metrics_endpoint(config)
     runtime_dirs(root, config, transport)  # refused before anything is written outside
     (root / RUNTIME_DIR).mkdir(parents=True, exist_ok=True)
+    hello = Hello(
+        peer_version=__version__,
+        driver=driver,
+        containment=containment,
+        root_id=root_id(root),
+        stop_timeout_ms=config.budgets.stop_timeout_ms,
+        force_kill_timeout_ms=config.budgets.force_kill_timeout_ms,
+        umask=umask,
+        log_json=wants_json(log_format),
+        fork_server=fork_server,
+    )
+    # The early guardian (``start``'s) claims the lock and starts the generation's
+    # helpers while this process imports trio and the runtime below; whatever of the
+    # generation outlives it comes to us from now on.
+    become_subreaper()
+    send_early(SupervisorEnd().send(hello))
 
     import trio
 
     from coretsia.supervisor.supervisor import Supervisor
-    from coretsia.worker_protocol.internal.runtime.logs import JsonFormatter, configure
-    from coretsia.worker_protocol.internal.runtime.subreaper import become_subreaper
+    from coretsia.worker_protocol.internal.runtime.logs import configure
 
-    become_subreaper()
-    logger = configure(log_format)
-    log_json = isinstance(logger.handlers[0].formatter, JsonFormatter)
+    configure(log_format)
     supervisor = Supervisor(
         root,
         config,
@@ -89,8 +109,7 @@ def run_supervisor(
         containment,
         umask,
         os.environ if hosted is None else without_service_manager(os.environ),
-        fork_server=fork_server,
-        log_json=log_json,
+        hello,
         telemetry=_telemetry(config.observability.telemetry.value, metrics),
         metrics=metrics,
         on_running=hosted,

@@ -33,9 +33,8 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from coretsia.supervisor import generation, output
-from coretsia.supervisor._version import __version__
 from coretsia.supervisor.config import PoolConfig
-from coretsia.supervisor.containment import generation_cgroup, root_id
+from coretsia.supervisor.containment import generation_cgroup
 from coretsia.supervisor.control_server import ControlServer
 from coretsia.supervisor.guardian_events import RELEASE_TIMEOUT_S, GuardianEvents
 from coretsia.supervisor.guardian_link import GuardianLink
@@ -94,16 +93,15 @@ class Supervisor:
         containment: Containment,
         umask: int,
         environ: Mapping[str, str],
+        hello: Hello,
         *,
-        log_json: bool = False,
         telemetry: Telemetry = NO_TELEMETRY,
         metrics: MetricsEndpoint | None = None,
         on_running: Callable[[], None] | None = None,
-        fork_server: tuple[str, ...] | None = None,
     ) -> None:
         self._root = root
         self._on_running = on_running
-        self._fork_server = fork_server
+        self._hello = hello
         self._telemetry = telemetry
         self._metrics = metrics
         self._starting = telemetry.process("start")  # ends at running, or failed at shutdown
@@ -111,7 +109,6 @@ class Supervisor:
         self._spec = spec
         self._umask = umask
         self._environ = environ
-        self._log_json = log_json
         self._credential = secrets.token_hex(32)
         self._notifier = Notifier(environ)
         self._show_progress = on_running is None and output.is_terminal()  # not a host's
@@ -205,19 +202,8 @@ class Supervisor:
         effect right after, with everything opened so far known to the shutdown.
         """
         config = self._config
-        hello = Hello(
-            peer_version=__version__,
-            driver=self._pool.driver,
-            containment=self._pool.containment,
-            root_id=root_id(self._root),
-            stop_timeout_ms=config.budgets.stop_timeout_ms,
-            force_kill_timeout_ms=config.budgets.force_kill_timeout_ms,
-            umask=self._umask,
-            log_json=self._log_json,
-            fork_server=self._fork_server,
-        )
         with trio.CancelScope(shield=True):
-            link = await GuardianLink.launch(self._root, hello, guardian_env(self._environ))
+            link = await GuardianLink.launch(self._root, self._hello, guardian_env(self._environ))
             self._link = link
             # Only now, with the lock ours: a refused start (already running, draining)
             # must log nothing that reads like a pool starting.

@@ -65,11 +65,16 @@ class TextFormatter(logging.Formatter):
         return f"coretsia: {record.getMessage()} {rest}".rstrip()
 
 
+def wants_json(log_format: str = "auto") -> bool:
+    """Whether ``log_format`` means JSON lines here: ``auto`` is JSON unless stderr is a
+    terminal."""
+    return log_format == "json" or (log_format == "auto" and not sys.stderr.isatty())
+
+
 def configure(log_format: str = "auto") -> logging.Logger:
-    """Set up the process's one handler; ``auto`` is JSON unless stderr is a terminal."""
-    use_json = log_format == "json" or (log_format == "auto" and not sys.stderr.isatty())
+    """Set up the process's one handler (see :func:`wants_json`)."""
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if use_json else TextFormatter())
+    handler.setFormatter(JsonFormatter() if wants_json(log_format) else TextFormatter())
     logger = logging.getLogger(LOGGER_NAME)
     logger.handlers[:] = [handler]
     logger.setLevel(logging.INFO)
