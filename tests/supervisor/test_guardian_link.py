@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import pytest
 import trio
+from internal_pairs import hello
 
 from coretsia.supervisor.guardian_link import GuardianLink
 from coretsia.supervisor.guardian_process import TREE_ENV, TREE_MARK, guardian_env
@@ -99,18 +100,7 @@ class TestHandshake:
 
     async def test_another_hello_sent_early_fails_the_start(self) -> None:
         """A guardian that got another ``hello`` early is not this generation's."""
-        other = SupervisorEnd().send(
-            Hello(
-                peer_version="0.1.0",
-                driver=Driver.FORK,
-                stop_timeout_ms=1000,
-                force_kill_timeout_ms=500,
-                umask=0o077,
-                log_json=False,
-                containment=Containment.PROCESS,
-                root_id="0" * 16,
-            )
-        )
+        other = SupervisorEnd().send(hello("0.0.0-other"))
         with pytest.raises(WorkerLifecycleFailedError) as info:
             await _handshake_against(Welcome(peer_version="0.1.0", pid=1), sent=other)
         assert info.value.reason is Reason.LIFECYCLE_FAILED

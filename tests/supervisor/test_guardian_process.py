@@ -9,16 +9,14 @@ from pathlib import Path
 
 import pytest
 import trio
+from internal_pairs import hello
 from pools import wait_for
 
 from coretsia.supervisor import guardian_process
-from coretsia.supervisor.containment import root_id
 from coretsia.supervisor.guardian_process import GuardianProcess, guardian_env
 from coretsia.worker_protocol import lock
-from coretsia.worker_protocol.internal.guardian import Hello
 from coretsia.worker_protocol.internal.guardian_conversation import SupervisorEnd
 from coretsia.worker_protocol.lifecycle import LOCK_PATH, RUNTIME_DIR
-from coretsia.worker_protocol.vocabulary import Containment, Driver
 
 
 @pytest.fixture(autouse=True)
@@ -82,17 +80,7 @@ def test_a_guardian_that_got_hello_is_let_go_through_its_channel(tmp_path: Path)
     guardian_process.start_early(tmp_path, os.environ)
     early = guardian_process._early
     assert early is not None
-    hello = Hello(
-        peer_version=__version__,
-        driver=Driver.FORK,
-        stop_timeout_ms=1000,
-        force_kill_timeout_ms=500,
-        umask=0o077,
-        log_json=True,
-        containment=Containment.PROCESS,
-        root_id=root_id(tmp_path),
-    )
-    guardian_process.send_early(SupervisorEnd().send(hello))
+    guardian_process.send_early(SupervisorEnd().send(hello(__version__)))
     assert early[2].sent is not None
     wait_for(lambda: lock.probe(str(tmp_path / LOCK_PATH)))  # claimed
     guardian_process.discard_early()
