@@ -35,8 +35,9 @@ exit. The server learns that the worker told (it closes a pipe once it told, or 
 then ends the answer (:mod:`coretsia.worker_protocol.internal.fork_server`); it does not
 wait for that before it forks the next request's worker: answers name their request.
 The guardian registers the pid; an exit it reaps before then is matched to the spawn like
-any early exit. The worker's parent-death check expects the pid the server's own parent has (the
-guardian's, or 0 from inside a namespace, as for any child the guardian spawns there).
+any early exit. The worker's parent-death check expects the pid the server's own parent
+has (the guardian's, or 0 from inside a namespace, as for any child the guardian spawns
+there).
 
 Per-worker freshness (what a fork would share with its siblings), see
 ``docs/architecture.md``: descriptors (the worker keeps exactly 0 to 5, the server
