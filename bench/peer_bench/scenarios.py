@@ -54,8 +54,25 @@ def _pss_mib(processes: list[psutil.Process]) -> float:
     return total / MIB
 
 
+def _cpu_ms(processes: list[psutil.Process]) -> float:
+    """The CPU time the processes have used so far, ms: every live thread's run time
+    (``schedstat``, in nanoseconds), and what each process's reaped children used."""
+    total_ns = 0
+    for proc in processes:
+        try:
+            for task in os.listdir(f"/proc/{proc.pid}/task"):
+                with open(f"/proc/{proc.pid}/task/{task}/schedstat", encoding="ascii") as stat:
+                    total_ns += int(stat.read().split()[0])
+            times = proc.cpu_times()
+        except (OSError, ValueError, psutil.Error):
+            continue  # gone meanwhile
+        total_ns += round((times.children_user + times.children_system) * 1e9)
+    return total_ns / 1e6
+
+
 def scenario_start(results: Results, sides: list[Side], sizes: tuple[int, ...], run: int) -> None:
-    """Launch to the first and to the N-th ready worker; at N = 64, PSS and graceful stop."""
+    """Launch to the first and to the N-th ready worker; at the smallest N, the CPU the
+    whole tree used until then; at N = 64, PSS and graceful stop."""
     for n in sizes:
         for side in sides:
             with running(side, n) as pool:
@@ -63,12 +80,16 @@ def scenario_start(results: Results, sides: list[Side], sizes: tuple[int, ...], 
                 record(results, side.name, f"first_ready_{n}", first)
                 record(results, side.name, f"start_{n}", last)
                 detail = ""
+                if n == sizes[0]:
+                    cpu = _cpu_ms(pool.tree())
+                    record(results, side.name, f"start_cpu_ms_{n}", cpu)
+                    detail = f", CPU {cpu:.0f} ms"
                 if n == STOP_N:
                     pss = _pss_mib(pool.tree())
                     stop = pool.stop()
                     record(results, side.name, f"pss_mib_{n}", pss)
                     record(results, side.name, f"stop_{n}", stop)
-                    detail = f", PSS {pss:.0f} MiB, stop {stop:.3f}s"
+                    detail += f", PSS {pss:.0f} MiB, stop {stop:.3f}s"
             log(f"run {run + 1} N={n} {side.name}: first {first:.3f}s, all {last:.3f}s{detail}")
 
 

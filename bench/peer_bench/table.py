@@ -22,6 +22,7 @@ def _rows(sizes: tuple[int, ...]) -> list[tuple[str, str, str]]:
     first = sizes[0]
     rows += [
         (f"first worker ready after launch, N={first} (s)", f"first_ready_{first}", "s"),
+        (f"CPU of the whole tree until all ready, N={first} (ms)", f"start_cpu_ms_{first}", "ms"),
         (f"graceful stop, N={STOP_N} (s)", f"stop_{STOP_N}", "s"),
         ("respawn after a worker dies (s)", "respawn", "s"),
         (
@@ -41,7 +42,7 @@ def _rows(sizes: tuple[int, ...]) -> list[tuple[str, str, str]]:
 
 
 def _shown(value: float, unit: str) -> str:
-    if unit == "count" or unit == "MiB":
+    if unit in ("count", "MiB", "ms"):
         return f"{value:.0f}"
     return f"{value:.3f}" if value < 0.1 else f"{value:.2f}"
 
