@@ -23,6 +23,10 @@ from pool_bench.watch import Watch
 from peer_bench.readiness import Readiness
 from peer_bench.sides import Side
 
+LINGER_S = 1.0
+"""How long what is left of a side may take to exit on its own before it is killed: a
+tree that contains itself (a guardian releasing its lock) is not a leftover."""
+
 
 class LeftBehindError(RuntimeError):
     """A side left processes behind after its scenario: the run is not clean."""
@@ -95,13 +99,18 @@ class Running:
             with contextlib.suppress(Exception):
                 self.stop()
         candidates = {*self.seen, *self.ready.pids(), *(p.pid for p in processes_in(self.root))}
-        left = []
+        live = []
         for pid in sorted(candidates):
             with contextlib.suppress(psutil.Error):
                 proc = psutil.Process(pid)
                 if alive(proc) and (pid != self.proc.pid or self.proc.returncode is None):
-                    proc.kill()
-                    left.append(proc)
+                    live.append(proc)
+        _, lingering = psutil.wait_procs(live, timeout=LINGER_S)
+        left = [proc for proc in lingering if alive(proc)]  # a zombie has exited: its
+        # parent (the machine's init, for an orphan) reaps it when it will
+        for proc in left:
+            with contextlib.suppress(psutil.Error):
+                proc.kill()
         psutil.wait_procs(left, timeout=10)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(10)
