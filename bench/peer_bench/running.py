@@ -106,8 +106,8 @@ class Running:
                 if alive(proc) and (pid != self.proc.pid or self.proc.returncode is None):
                     live.append(proc)
         _, lingering = psutil.wait_procs(live, timeout=LINGER_S)
-        left = [proc for proc in lingering if alive(proc)]  # a zombie has exited: its
-        # parent (the machine's init, for an orphan) reaps it when it will
+        # A zombie has exited; its parent (the machine's init, for an orphan) reaps it.
+        left = [proc for proc in lingering if alive(proc)]
         for proc in left:
             with contextlib.suppress(psutil.Error):
                 proc.kill()
