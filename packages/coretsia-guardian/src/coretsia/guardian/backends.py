@@ -21,6 +21,7 @@ from typing import Protocol
 from coretsia.guardian.spawner import Spawner, SpawnRequest
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.internal.guardian import Exited, Spawned, SpawnFailed
+from coretsia.worker_protocol.internal.runtime.spawn_errors import spawn_failure
 
 ExitReport = Callable[[Exited], None]
 
@@ -58,8 +59,8 @@ class ForkBackend:
             pid = await self._spawner.spawn(
                 SpawnRequest(argv, self._env, (channel_fd, *self._shared_fds))
             )
-        except OSError:
-            return SpawnFailed(slot=slot, reason=Reason.FORK_FAILED)
+        except OSError as exc:
+            return SpawnFailed(slot=slot, reason=spawn_failure(exc, Reason.FORK_FAILED))
         return Spawned(slot=slot, pid=pid)
 
     def signal(self, slot: int, pid: int, sig: signal.Signals) -> None:

@@ -25,7 +25,11 @@ from coretsia.guardian._version import __version__
 from coretsia.guardian.backends import ExitReport
 from coretsia.guardian.spawner import Spawner, SpawnRequest
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.exceptions import ProtocolError, WorkerLifecycleFailedError
+from coretsia.worker_protocol.exceptions import (
+    ProtocolError,
+    WorkerLifecycleFailedError,
+    error_for,
+)
 from coretsia.worker_protocol.internal.guardian import Exited, Spawn, Spawned, SpawnFailed
 from coretsia.worker_protocol.internal.proc_host import (
     HostHello,
@@ -36,6 +40,7 @@ from coretsia.worker_protocol.internal.proc_host import (
 )
 from coretsia.worker_protocol.internal.proc_host_conversation import DriverEnd, HostState
 from coretsia.worker_protocol.internal.runtime.channel import FramedChannel
+from coretsia.worker_protocol.internal.runtime.spawn_errors import spawn_failure
 
 HOST_HANDSHAKE_TIMEOUT_S: Final = 30.0
 
@@ -81,7 +86,7 @@ class ProcBackend:
             pid = await spawner.spawn(SpawnRequest(argv, env, (theirs.fileno(), *shared_fds)))
         except OSError as exc:  # refused (the spawn itself cannot be cancelled half way)
             ours.close()
-            raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from exc
+            raise error_for(spawn_failure(exc, Reason.PROCESS_HOST_FAILED)) from exc
         finally:
             theirs.close()
         channel = FramedChannel(trio.socket.from_stdlib_socket(ours))

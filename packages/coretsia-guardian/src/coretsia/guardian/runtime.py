@@ -52,6 +52,7 @@ from coretsia.worker_protocol.internal.guardian import (
 from coretsia.worker_protocol.internal.guardian_conversation import GuardianState
 from coretsia.worker_protocol.internal.runtime.exit_kind import from_wait_status as exit_kind
 from coretsia.worker_protocol.internal.runtime.logs import event
+from coretsia.worker_protocol.internal.runtime.spawn_errors import spawn_failure
 from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
 from coretsia.worker_protocol.vocabulary import Driver, ShutdownPhase
 
@@ -98,8 +99,8 @@ class Generation:
             self._container = await open_container(
                 self._hello.containment, self._hello.root_id, self._spawner, env
             )
-        except OSError:
-            self.post(GenerationFailed(reason=Reason.CONTAINMENT_FAILED))
+        except OSError as exc:  # the namespace's init is the interpreter too
+            self.post(GenerationFailed(reason=spawn_failure(exc, Reason.CONTAINMENT_FAILED)))
             return False
         for helper in self._container.helper_pids():
             self.post(HostStarted(pid=helper))  # the namespace's init: known to the sweep
@@ -154,8 +155,8 @@ class Generation:
         self._spawning.add(_FORK_SERVER_SLOT)
         try:
             server = await ForkServerBackend.start(self._spawner, env, shared, argv)
-        except OSError:
-            self.post(GenerationFailed(reason=Reason.PROCESS_HOST_FAILED))
+        except OSError as exc:
+            self.post(GenerationFailed(reason=spawn_failure(exc, Reason.PROCESS_HOST_FAILED)))
             return False
         finally:
             self._spawning.discard(_FORK_SERVER_SLOT)

@@ -45,6 +45,7 @@ from coretsia.worker_protocol.internal.guardian import (
 from coretsia.worker_protocol.internal.proc_host import ProcHostFrame, Quit, Signal, SignalName
 from coretsia.worker_protocol.internal.proc_host_conversation import HostEnd, HostState
 from coretsia.worker_protocol.internal.runtime.exit_kind import from_returncode
+from coretsia.worker_protocol.internal.runtime.spawn_errors import spawn_failure
 from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
 
 CHANNEL_FD: Final = 3
@@ -151,8 +152,9 @@ class Host:
             ):
                 os.dup2(source, target)
             proc = self._start(list(frame.argv))
-        except OSError:
-            self._send(SpawnFailed(slot=frame.slot, reason=Reason.FORK_FAILED))
+        except OSError as exc:
+            reason = spawn_failure(exc, Reason.FORK_FAILED)
+            self._send(SpawnFailed(slot=frame.slot, reason=reason))
             return
         finally:
             os.close(channel_fd)

@@ -22,7 +22,6 @@ from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.control import ControlResponse, StopProgress
 from coretsia.worker_protocol.exceptions import (
     WorkerError,
-    WorkerForkFailedError,
     WorkerLifecycleFailedError,
     WorkerStartFailedError,
     error_for,
@@ -42,6 +41,11 @@ from coretsia.worker_protocol.internal.runtime.logs import event
 
 if TYPE_CHECKING:
     from coretsia.worker_protocol.internal.runtime.cgroup import GenerationCgroup
+
+_SPAWN_FAILURES: Final = frozenset(
+    {Reason.FORK_FAILED, Reason.INTERPRETER_UNAVAILABLE, Reason.PROCESS_HOST_FAILED}
+)
+"""The ``spawn-failed`` reasons that are their own failure (any other: the child's start)."""
 
 RELEASE_TIMEOUT_S: Final = 5.0
 """How long the guardian may take to release the lock, then to exit."""
@@ -99,11 +103,10 @@ class GuardianEvents:
                 self._worker_pids.pop(frame.slot, None)
                 self.on_exit(frame)
             elif isinstance(frame, SpawnFailed):
-                if frame.reason is Reason.FORK_FAILED:
-                    self.pool.fail(WorkerForkFailedError())
-                elif frame.reason is Reason.PROCESS_HOST_FAILED:
-                    # The host (proc host, fork server) is gone: its own failure, whichever
-                    # of this and its ``generation-failed`` arrives first.
+                if frame.reason in _SPAWN_FAILURES:
+                    # The OS refused (limits), the interpreter cannot run, or the host
+                    # (proc host, fork server) is gone: each its own failure (for the
+                    # host, whichever of this and its ``generation-failed`` comes first).
                     self.pool.fail(error_for(frame.reason))
                 else:
                     self.pool.fail(WorkerStartFailedError(Reason.CHILD_START_FAILED))

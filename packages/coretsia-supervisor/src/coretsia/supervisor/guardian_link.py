@@ -19,10 +19,15 @@ import trio
 
 from coretsia.supervisor.guardian_process import GuardianProcess, take_early
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.exceptions import ProtocolError, WorkerLifecycleFailedError
+from coretsia.worker_protocol.exceptions import (
+    ProtocolError,
+    WorkerLifecycleFailedError,
+    error_for,
+)
 from coretsia.worker_protocol.internal.guardian import GuardianFrame, Hello
 from coretsia.worker_protocol.internal.guardian_conversation import GuardianState, SupervisorEnd
 from coretsia.worker_protocol.internal.runtime.channel import FramedChannel
+from coretsia.worker_protocol.internal.runtime.spawn_errors import spawn_failure
 
 HANDSHAKE_TIMEOUT_S: Final = 30.0
 """Bound on the guardian's start-up, handshake and lock claim (an interpreter and trio)."""
@@ -50,7 +55,7 @@ class GuardianLink:
             try:
                 process = GuardianProcess.start(root, env)
             except OSError as exc:
-                raise WorkerLifecycleFailedError(Reason.PROCESS_HOST_FAILED) from exc
+                raise error_for(spawn_failure(exc, Reason.PROCESS_HOST_FAILED)) from exc
         link = cls(process, FramedChannel(trio.socket.from_stdlib_socket(process.channel)))
         try:
             with trio.fail_after(HANDSHAKE_TIMEOUT_S):

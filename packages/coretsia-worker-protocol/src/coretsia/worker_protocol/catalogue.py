@@ -9,9 +9,10 @@ Some entries extend the seed, each documented in ``docs/protocol.md``: the confi
 error (the seed leaves its shape to the framework), the protocol-violation tokens (the
 seed's "strict about unknown keys" needs a name for each way a frame can be wrong), the
 health reasons (the seed asks for a "bounded package-owned health token"), and reasons
-the seed has no word for: two start failures, ``worker-peer-version-mismatch`` (the three
-daemons refuse a peer of another version) and ``worker-start-cancelled`` (stopped while
-starting); two already-running reasons, ``worker-generation-draining`` (a killed
+the seed has no word for: three start failures, ``worker-peer-version-mismatch`` (the
+three daemons refuse a peer of another version), ``worker-start-cancelled`` (stopped while
+starting) and ``worker-interpreter-unavailable`` (the pool's interpreter cannot be executed
+to start a process); two already-running reasons, ``worker-generation-draining`` (a killed
 generation's processes still hold the fence) and ``worker-generation-unkillable`` (what a
 killed generation left behind cannot be killed); and four lifecycle failures, the hook
 failures ``worker-task-hook-failed`` and ``worker-task-reset-failed``,
@@ -70,6 +71,7 @@ class Reason(str, enum.Enum):
     PEER_VERSION_MISMATCH = "worker-peer-version-mismatch"
     START_CANCELLED = "worker-start-cancelled"
     PLATFORM_UNSUPPORTED = "worker-platform-unsupported"
+    INTERPRETER_UNAVAILABLE = "worker-interpreter-unavailable"
     # CORETSIA_WORKER_LIFECYCLE_FAILED
     LIFECYCLE_FAILED = "worker-lifecycle-failed"
     INVALID_STATE = "worker-invalid-state"
@@ -164,6 +166,7 @@ REASON_CODES: Final[dict[Reason, ErrorCode]] = {
             Reason.PEER_VERSION_MISMATCH,
             Reason.START_CANCELLED,
             Reason.PLATFORM_UNSUPPORTED,
+            Reason.INTERPRETER_UNAVAILABLE,
         ),
         ErrorCode.START_FAILED,
     ),
@@ -239,6 +242,9 @@ EXPLANATIONS: Final[dict[Reason, str]] = {
     "ready; the pool was shut down without ever running",
     Reason.PLATFORM_UNSUPPORTED: "no pool runs on this platform (Windows, or no fork and "
     "exec); Linux is supported and tested, macOS and other POSIX systems run untested",
+    Reason.INTERPRETER_UNAVAILABLE: "the Python interpreter that runs the pool could not be "
+    "executed to start a worker or a helper process (gone, not executable by the pool's "
+    "user, on a noexec mount, or not a program); reinstall it or fix its permissions",
     Reason.LIFECYCLE_FAILED: "the supervisor failed for an unexpected reason",
     Reason.INVALID_STATE: "an invalid state or value was met (for example an invalid task_type)",
     Reason.TASK_SOURCE_TERMINATED: "receive() returned None outside shutdown",
