@@ -353,7 +353,42 @@ class TestStopRequests:
         for client in clients:
             out, err = client.communicate(timeout=30)
             assert (client.returncode, out.strip(), err) == (0, b"stopped", b"")
-        assert supervisor.finish() == 0
+        assert supervisor.finish() == 8  # the stubborn task had to be killed
+
+    @pytest.mark.parametrize("task_source", ["one_task", "slow_task", "stubborn"])
+    def test_the_outcome_says_whether_the_stop_was_forced(
+        self, root: Path, supervisors: Supervisors, task_source: str
+    ) -> None:
+        """A cooperative stop is ``clean`` and exit 0; one that had to send SIGTERM (a task
+        that outlives stop_timeout_ms) or SIGKILL (one that ignores SIGTERM too) is
+        ``forced`` and exit 8, after the phases it took."""
+        write_root(
+            root,
+            task_source=f"lifecycle_app:{task_source}",
+            stop_timeout_ms=300,
+            force_kill_timeout_ms=500,
+        )
+        supervisor = supervisors(root, "--log-format", "json")
+        supervisor.wait_running()
+        supervisor.signal(signal.SIGTERM)
+        expected = {"one_task": 0, "slow_task": 8, "stubborn": 8}[task_source]
+        assert supervisor.finish() == expected, supervisor.stderr
+        phases = [
+            line["event"] for line in supervisor.logs if line["event"].startswith("shutdown.")
+        ]
+        assert (
+            phases
+            == {
+                "one_task": ["shutdown.cooperative"],
+                "slow_task": ["shutdown.cooperative", "shutdown.terminate"],
+                "stubborn": ["shutdown.cooperative", "shutdown.terminate", "shutdown.kill"],
+            }[task_source]
+        )
+        outcome = [
+            line.get("outcome") for line in supervisor.logs if line["event"] == "pool.stopped"
+        ]
+        assert outcome == ["clean" if expected == 0 else "forced"]
+        assert supervisor.error == ""
 
     def test_stop_command_during_start(self, root: Path, supervisors: Supervisors) -> None:
         """The stop command while starting cancels the start; the client gets stopped."""

@@ -109,6 +109,21 @@ def stubborn(ctx):
     return Stubborn(ctx)
 
 
+class SlowTask(IdleSource):
+    """Its one task never ends by itself, but SIGTERM (the default action) ends it."""
+
+    def receive(self):
+        def forever():
+            while True:
+                time.sleep(60)
+
+        return Task(forever)
+
+
+def slow_task(ctx):
+    return SlowTask(ctx)
+
+
 class Quick(IdleSource):
     """Hands out trivial tasks as fast as they are asked for, until stop."""
 

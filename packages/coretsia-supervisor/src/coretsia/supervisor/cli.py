@@ -130,14 +130,15 @@ def cmd_start(args: argparse.Namespace) -> int:
     # imports the runtime below; the guardian link adopts it (see guardian_process).
     guardian_process.start_early(root, os.environ)
     try:
-        _run_pool(args, root, umask)
+        forced = _run_pool(args, root, umask)
     finally:
         guardian_process.discard_early()  # not adopted: the start ended before the launch
-    return ExitCode.OK
+    return ExitCode.FORCED_STOP if forced else ExitCode.OK
 
 
-def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> None:
-    """Validate, resolve and run the pool until it is stopped (``start`` after the checks)."""
+def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> bool:
+    """Validate, resolve and run the pool until it is stopped (``start`` after the checks);
+    whether the stop was forced."""
     from coretsia.supervisor.config import load_config
     from coretsia.supervisor.drivers import resolve_driver, resolve_transport
     from coretsia.supervisor.runtime_guard import resolve_runtime_entrypoint
@@ -155,7 +156,7 @@ def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> None:
 
     from coretsia.supervisor.runner import run_supervisor
 
-    run_supervisor(root, config, spec, umask, args.log_format)
+    return run_supervisor(root, config, spec, umask, args.log_format)
 
 
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[], WorkerError]]] = {

@@ -38,6 +38,7 @@ from coretsia.worker_protocol.internal.guardian import (
     SpawnFailed,
 )
 from coretsia.worker_protocol.internal.runtime.logs import event
+from coretsia.worker_protocol.vocabulary import ShutdownPhase
 
 if TYPE_CHECKING:
     from coretsia.worker_protocol.internal.runtime.cgroup import GenerationCgroup
@@ -62,6 +63,8 @@ class GuardianEvents:
     """Set when the guardian reported the generation drained, or is gone."""
     clean: bool | None = None
     """Whether every process ended within the budgets; None until ``drained``."""
+    forced: bool = False
+    """The shutdown went past its cooperative phase: a process was sent SIGTERM or SIGKILL."""
     released: trio.Event = attrs.field(factory=trio.Event)
     lock_released: bool = False
     """The guardian confirmed the lock's release (not merely gone)."""
@@ -111,6 +114,7 @@ class GuardianEvents:
                 else:
                     self.pool.fail(WorkerStartFailedError(Reason.CHILD_START_FAILED))
             elif isinstance(frame, Phase):
+                self.forced = self.forced or frame.phase is not ShutdownPhase.COOPERATIVE
                 event(f"shutdown.{frame.phase.value}")
                 self.broadcast(StopProgress(frame.phase, frame.budget_ms))
             elif isinstance(frame, Drained):

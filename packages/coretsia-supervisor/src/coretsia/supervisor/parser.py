@@ -42,6 +42,7 @@ COMMAND_EXIT_CODES: dict[str, tuple[tuple[int, str], ...]] = {
         ),
         _USAGE,
         (6, "configuration invalid (an unavailable driver included), or --root is not a directory"),
+        (8, "the pool stopped, but a worker had to be sent SIGTERM or SIGKILL (a task cut short)"),
     ),
     "stop": (
         (0, "stopped: every worker gone, the lock free"),

@@ -54,8 +54,10 @@ def run_supervisor(
     attach: Callable[[Supervisor, trio.lowlevel.TrioToken], None] | None = None,
     *,
     hosted: Callable[[], None] | None = None,
-) -> None:
+) -> bool:
     """Start the pool at ``root`` and serve it until it stops; raise its failure.
+
+    Returns whether the stop was forced: a worker had to be sent SIGTERM or SIGKILL.
 
     Call with the umask already 077 (``umask`` is the operator's, for the workers).
     ``attach`` is called from inside the run, before anything starts, with the
@@ -121,6 +123,7 @@ def run_supervisor(
         await supervisor.run(own_signals=hosted is None)
 
     trio.run(main)
+    return supervisor.forced
 
 
 def _metrics_endpoint(config: PoolConfig) -> MetricsEndpoint | None:

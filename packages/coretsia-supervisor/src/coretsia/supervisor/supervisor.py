@@ -122,6 +122,11 @@ class Supervisor:
 
     # -- the whole run ------------------------------------------------------------------
 
+    @property
+    def forced(self) -> bool:
+        """The run's stop had to send a worker SIGTERM or SIGKILL (a task was cut short)."""
+        return self._guardian.forced
+
     async def run(self, *, own_signals: bool = True) -> None:
         """Start, serve and shut down; raise the failure that ended the run, if any.
 
@@ -356,7 +361,7 @@ class Supervisor:
             budget_s = self._config.budgets.force_kill_timeout_ms / 1000
             await guardian.let_go(link, budget_s, self._left_cgroup(link))
         if pool.failure is None:
-            event("pool.stopped", outcome="clean")
+            event("pool.stopped", outcome="forced" if guardian.forced else "clean")
         else:
             event(
                 "pool.failed",

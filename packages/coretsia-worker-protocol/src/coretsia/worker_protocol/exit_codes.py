@@ -2,7 +2,9 @@
 
 ``status`` and ``health`` are LSB-style status actions and Kubernetes exec probes, so the
 numbers follow LSB's init-script table. 126 and above stay free: shells use them for
-"cannot execute" and for deaths by signal, and systemd owns 200-243.
+"cannot execute" and for deaths by signal, and systemd owns 200-243. The one status
+LSB has no word for, a stop that had to force its workers, is 8: the first after LSB's
+table, and one that systemd prints as a plain number (it names 0-7 and 64-78).
 """
 
 from __future__ import annotations
@@ -25,3 +27,6 @@ class ExitCode(enum.IntEnum):
     """The state cannot be determined: the supervisor could not be reached."""
     CONFIG_INVALID = 6
     """The configuration is invalid (pair with systemd's ``RestartPreventExitStatus=6``)."""
+    FORCED_STOP = 8
+    """``start``: the pool stopped, but a worker had to be sent SIGTERM or SIGKILL (a task
+    was cut short): not a failure, and not the clean stop of 0 either."""
