@@ -21,11 +21,11 @@ def _posix_spawn_error(program: str) -> OSError:
 
 def test_the_interpreter_refused_by_the_kernel(tmp_path: Path) -> None:
     """A real refusal names the program it could not run, which is how it is recognised."""
-    error = _posix_spawn_error(str(tmp_path / "gone"))
+    program = str(tmp_path / "gone")
+    error = _posix_spawn_error(program)
     assert error.errno == errno.ENOENT
-    assert spawn_failure(error, Reason.FORK_FAILED) is Reason.FORK_FAILED  # not our interpreter
-    interpreter = OSError(error.errno, error.strerror, sys.executable)
-    assert spawn_failure(interpreter, Reason.FORK_FAILED) is Reason.INTERPRETER_UNAVAILABLE
+    assert spawn_failure(error, Reason.FORK_FAILED, program) is Reason.INTERPRETER_UNAVAILABLE
+    assert spawn_failure(error, Reason.FORK_FAILED) is Reason.FORK_FAILED  # not sys.executable
 
 
 @pytest.mark.parametrize("code", [errno.EAGAIN, errno.ENOMEM, errno.EMFILE])

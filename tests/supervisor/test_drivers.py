@@ -181,7 +181,8 @@ cli.main()
 def test_a_failed_spawn_never_falls_back_to_the_other_driver(
     root: Path, tmp_path: Path, driver: str
 ) -> None:
-    """The start fails with ``worker-fork-failed``; the other driver is never started.
+    """The start fails with ``worker-interpreter-unavailable``; the other driver is never
+    started.
 
     With ``fork`` no proc host ever starts; with ``proc`` the guardian spawns the proc
     host and nothing else (the proc host's own attempt is what failed).
@@ -199,7 +200,7 @@ def test_a_failed_spawn_never_falls_back_to_the_other_driver(
     )
     assert result.returncode == 1
     errors = [line for line in result.stderr.splitlines() if not line.startswith("{")]
-    assert errors == ["CORETSIA_WORKER_FORK_FAILED: worker-fork-failed"]
+    assert errors == ["CORETSIA_WORKER_START_FAILED: worker-interpreter-unavailable"]
     entries = [json.loads(line) for line in log.read_text().splitlines()]
     started = {pid: argv for pid, event, argv in entries if event == "start"}
     (guardian,) = [pid for pid, argv in started.items() if "coretsia.guardian" in argv]

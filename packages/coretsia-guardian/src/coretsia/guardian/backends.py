@@ -60,7 +60,7 @@ class ForkBackend:
                 SpawnRequest(argv, self._env, (channel_fd, *self._shared_fds))
             )
         except OSError as exc:
-            return SpawnFailed(slot=slot, reason=spawn_failure(exc, Reason.FORK_FAILED))
+            return SpawnFailed(slot=slot, reason=spawn_failure(exc, Reason.FORK_FAILED, argv[0]))
         return Spawned(slot=slot, pid=pid)
 
     def signal(self, slot: int, pid: int, sig: signal.Signals) -> None:

@@ -156,7 +156,8 @@ class Generation:
         try:
             server = await ForkServerBackend.start(self._spawner, env, shared, argv)
         except OSError as exc:
-            self.post(GenerationFailed(reason=spawn_failure(exc, Reason.PROCESS_HOST_FAILED)))
+            reason = spawn_failure(exc, Reason.PROCESS_HOST_FAILED, argv[0])
+            self.post(GenerationFailed(reason=reason))
             return False
         finally:
             self._spawning.discard(_FORK_SERVER_SLOT)

@@ -153,7 +153,7 @@ class Host:
                 os.dup2(source, target)
             proc = self._start(list(frame.argv))
         except OSError as exc:
-            reason = spawn_failure(exc, Reason.FORK_FAILED)
+            reason = spawn_failure(exc, Reason.FORK_FAILED, frame.argv[0])
             self._send(SpawnFailed(slot=frame.slot, reason=reason))
             return
         finally:

@@ -32,14 +32,14 @@ _NOT_RUNNABLE = frozenset(
 )
 
 
-def spawn_failure(exc: OSError, otherwise: Reason) -> Reason:
-    """``worker-interpreter-unavailable`` if ``exc`` is the refusal to execute this
-    interpreter, else ``otherwise`` (the failure of what was being started).
+def spawn_failure(exc: OSError, otherwise: Reason, program: str = sys.executable) -> Reason:
+    """``worker-interpreter-unavailable`` if ``exc`` is the refusal to execute ``program``
+    (the interpreter), else ``otherwise`` (the failure of what was being started).
 
     Both ``os.posix_spawn`` and ``subprocess`` name the program in the error's
     ``filename``; a refusal that names another file (a cgroup's, a socket's) is not the
     interpreter's.
     """
-    if exc.errno in _NOT_RUNNABLE and exc.filename == sys.executable:
+    if exc.errno in _NOT_RUNNABLE and exc.filename == program:
         return Reason.INTERPRETER_UNAVAILABLE
     return otherwise
