@@ -237,26 +237,24 @@ def _pool(root: Path, database: Path, handler: str = "handle") -> None:
 
 
 class TestPool:
-    def test_a_damaged_queue_fails_the_start_before_running(
-        self, root: Path, supervisors: Supervisors
+    @pytest.mark.parametrize("kind", ["corrupt", "full"])
+    def test_a_damaged_queue_or_a_full_disk_fails_the_start_before_running(
+        self, root: Path, supervisors: Supervisors, request: pytest.FixtureRequest, kind: str
     ) -> None:
-        database = root / "var/queue.sqlite3"
-        filled_queue(database, 20_000)
-        damage(database)
+        """The reported cases: 20,000 messages with a damaged page in the middle; a queue
+        on a file system filled up."""
+        if kind == "corrupt":
+            database = root / "var/queue.sqlite3"
+            filled_queue(database, 20_000)
+            damage(database)
+        else:
+            disk: Path = request.getfixturevalue("tiny_disk")
+            database = disk / "queue.sqlite3"
+            filled_queue(database, 10)
+            fill(disk)
         _pool(root, database)
         pool = supervisors(root)
-        assert_failed(pool, root, "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-task-source-corrupt")
-        assert "running" not in pool.stdout
-
-    def test_a_full_disk_fails_the_start_before_running(
-        self, root: Path, supervisors: Supervisors, tiny_disk: Path
-    ) -> None:
-        database = tiny_disk / "queue.sqlite3"
-        filled_queue(database, 10)
-        fill(tiny_disk)
-        _pool(root, database)
-        pool = supervisors(root)
-        assert_failed(pool, root, "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-task-source-full")
+        assert_failed(pool, root, f"CORETSIA_WORKER_LIFECYCLE_FAILED: worker-task-source-{kind}")
         assert "running" not in pool.stdout
 
     def test_a_disk_filled_under_a_running_pool_is_named_and_nothing_is_lost(
