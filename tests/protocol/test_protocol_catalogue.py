@@ -75,6 +75,8 @@ class TestSeedCatalogue:
             Reason.TASK_HOOK_FAILED,
             Reason.TASK_RESET_FAILED,
             Reason.RESTART_INTENSITY_EXCEEDED,
+            Reason.TASK_SOURCE_CORRUPT,
+            Reason.TASK_SOURCE_FULL,
         }
         assert extra == frame_tokens | documented
 

@@ -28,6 +28,9 @@ def url(request: pytest.FixtureRequest, short_root: Path) -> str:
 
 def test_every_command_works_the_same_on_both_backends(url: str) -> None:
     assert queue("stats", "--db", url)[0] == 1  # nothing is created but by enqueue
+    code, out, err = queue("check", "--db", url)
+    missing = "unavailable" if url.startswith("sqlite") else "schema-invalid"  # no schema
+    assert (code, out, err.split(" (")[0]) == (1, "", f"coretsia-queue: check: queue-{missing}")
     assert queue("enqueue", "--db", url, "a", "-", stdin="b\n\nc\n") == (0, "enqueued 3\n", "")
     code, out, err = queue("stats", "--db", url, "--json")
     assert (code, err) == (0, "")
@@ -39,6 +42,7 @@ def test_every_command_works_the_same_on_both_backends(url: str) -> None:
         "coretsia-queue: error: no message 99\ncoretsia-queue: error: message 1 is not failed\n",
     )
     assert queue("purge", "--db", url, "--done") == (0, "purged 0\n", "")
+    assert queue("check", "--db", url) == (0, "ok\n", "")
 
 
 def test_a_relative_sqlite_url_is_from_the_working_directory(short_root: Path) -> None:

@@ -8,6 +8,7 @@ from unit_recorder import Recorder, run_recorded
 from coretsia.supervisor.worker import WorkerExit
 from coretsia.supervisor.worker.loop import Hooks, run_unit
 from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.task_source import TaskSourceStorageError
 
 
 @pytest.mark.parametrize(
@@ -50,3 +51,16 @@ def test_failing_complete_never_calls_fail() -> None:
     calls, reason = run_recorded("complete 42")
     assert reason is Reason.TASK_SETTLEMENT_FAILED
     assert not any(call.startswith("fail") for call in calls)
+
+
+def test_a_source_that_names_its_storage_fault_is_reported_so() -> None:
+    """A settlement raising TaskSourceStorageError ends the worker with its reason."""
+    task = Recorder("complete 42")
+
+    def full(result: object) -> None:
+        raise TaskSourceStorageError(Reason.TASK_SOURCE_FULL)
+
+    task.complete = full  # type: ignore[method-assign]
+    with pytest.raises(WorkerExit) as leaving:
+        run_unit(task, Hooks())
+    assert leaving.value.reason is Reason.TASK_SOURCE_FULL

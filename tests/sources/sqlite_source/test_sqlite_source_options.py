@@ -13,15 +13,19 @@ from pathlib import Path
 import pytest
 from fake_context import FakeContext, MakeContext
 
-from coretsia.sources.sqlite_queue import QueueError
+from coretsia.sources.sqlite_queue import QueueCorruptError, QueueError
 from coretsia.sources.sqlite_source import (
     SourceOptionError,
     SqliteSource,
     check_options,
     make_source,
 )
-from coretsia.worker_protocol.catalogue import ConfigRule
-from coretsia.worker_protocol.task_source import TaskSource, TaskSourceOptionError
+from coretsia.worker_protocol.catalogue import ConfigRule, Reason
+from coretsia.worker_protocol.task_source import (
+    TaskSource,
+    TaskSourceOptionError,
+    TaskSourceStorageError,
+)
 
 BAD_OPTIONS: list[tuple[dict[str, object], str, ConfigRule]] = [
     ({"handler": None}, "handler", ConfigRule.REQUIRED),
@@ -114,15 +118,17 @@ class TestFactory:
     def test_an_unusable_database_is_reported_by_assert_ready(
         self, root: Path, handlers: str, make_context: MakeContext
     ) -> None:
-        """The factory succeeds (the source resolved); the backend is what is not ready."""
+        """The factory succeeds (the source resolved); the backend is what is not ready,
+        and a file that is not a database is named: corrupt (SQLITE_NOTADB)."""
         (root / "var").mkdir()
         (root / "var" / "queue.sqlite3").write_text("not a database\n" * 100)
         source = make_source(make_context({"handler": f"{handlers}:record"}))
         try:
-            with pytest.raises(QueueError):
-                source.assert_ready()
-            with pytest.raises(QueueError):
-                source.receive()
+            for step in (source.assert_ready, source.receive):
+                with pytest.raises(TaskSourceStorageError) as raised:
+                    step()
+                assert raised.value.reason is Reason.TASK_SOURCE_CORRUPT
+                assert isinstance(raised.value.__cause__, QueueCorruptError)
         finally:
             source.close()
 

@@ -30,3 +30,13 @@ def until_stop(payload):
     with open("finished.log", "a") as log:
         log.write("stop-seen" if seen else "timeout")
     return payload
+
+
+def until_go(payload):
+    """Runs until the file ``go`` exists in the root (bounded), then settles: in flight
+    while the test changes the world (fills the disk)."""
+    handle(payload)
+    deadline = time.monotonic() + 30
+    while not os.path.exists("go") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return payload

@@ -17,7 +17,7 @@ from typing import Any, Final
 
 import psycopg
 
-from coretsia.sources._queue_records import QueueError
+from coretsia.sources._queue_records import QueueSchemaError
 
 MESSAGES: Final = "coretsia_queue_messages"
 MIGRATIONS_TABLE: Final = "coretsia_queue_migrations"
@@ -66,7 +66,7 @@ def ensure_schema(conn: Connection, *, create: bool) -> None:
         return
     _refuse_newer(version)
     if not create:
-        raise QueueError("the database holds no queue of this version")
+        raise QueueSchemaError("the database holds no queue of this version")
     with conn.transaction():
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
         conn.execute(
@@ -92,7 +92,7 @@ def schema_version(conn: Connection) -> int | None:
 
 def _refuse_newer(version: int | None) -> None:
     if version is not None and version > SCHEMA_VERSION:
-        raise QueueError(
+        raise QueueSchemaError(
             f"the queue database has schema version {version}, "
             f"this package reads version {SCHEMA_VERSION}"
         )

@@ -15,7 +15,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final, TypeVar
 
-from coretsia.sources._queue_records import QueueError, Synchronous
+from coretsia.sources._queue_health import queue_error
+from coretsia.sources._queue_records import Synchronous
 
 _RETRY_MIN_S: Final = 0.00005
 _RETRY_SPAN_S: Final = 0.0004
@@ -31,12 +32,13 @@ class Connection:
     """
 
     def __init__(self, path: str, *, busy_timeout: float, synchronous: Synchronous) -> None:
+        self.path = path
         self._busy_timeout = busy_timeout
         self._synchronous = synchronous
         try:
             self.raw = sqlite3.connect(path, timeout=0, isolation_level=None)
         except sqlite3.Error as error:
-            raise QueueError(f"cannot open the queue database: {error}") from error
+            raise queue_error(error, "cannot open the queue database", path) from error
 
     def configure(self) -> None:
         """WAL (set only if it is not already: setting it takes the writer lock), durability.
@@ -50,7 +52,7 @@ class Connection:
                 self.retrying(lambda: self.raw.execute("PRAGMA journal_mode = WAL").fetchone())
             self.raw.execute(f"PRAGMA synchronous = {self._synchronous}")
         except sqlite3.Error as error:
-            raise QueueError(f"cannot open the queue database: {error}") from error
+            raise queue_error(error, "cannot open the queue database", self.path) from error
 
     def retrying(self, action: Callable[[], _T]) -> _T:
         """``action()``, tried again after a short random sleep while the database is busy.

@@ -138,6 +138,27 @@ def build_parser(
     which = purge.add_mutually_exclusive_group(required=True)
     which.add_argument("--done", action="store_const", const="done", dest="state")
     which.add_argument("--failed", action="store_const", const="failed", dest="state")
+    _command(
+        commands,
+        add_db,
+        "check",
+        "check that the queue is sound",
+        "Run SQLite's integrity check and the schema check (PostgreSQL: the schema check). "
+        "Print 'ok' and exit 0, or print a token (queue-corrupt, queue-full, "
+        "queue-schema-invalid, queue-unavailable) on stderr and exit 1.",
+    )
+    recover = _command(
+        commands,
+        add_db,
+        "recover",
+        "copy what can be read of a damaged SQLite queue into a new file",
+        "Copy every readable message (id, state, attempts, last error kept) of a damaged "
+        "SQLite queue into a new queue file; the damaged file is only read. Print the "
+        "counts; the ids that could not be read go to stderr (exit 1).",
+    )
+    recover.add_argument(
+        "--to", required=True, metavar="PATH", help="the new queue file (must not exist)"
+    )
     return parser
 
 

@@ -14,7 +14,30 @@ Synchronous = Literal["FULL", "NORMAL"]
 
 
 class QueueError(Exception):
-    """The database cannot be used as a queue (missing, foreign, newer schema...)."""
+    """The database cannot be used as a queue (missing, foreign, newer schema...).
+
+    ``token`` names the kind for ``coretsia-queue check``: each subclass has its own.
+    """
+
+    token = "queue-unavailable"
+
+
+class QueueSchemaError(QueueError):
+    """The database holds no queue schema, or one of another version."""
+
+    token = "queue-schema-invalid"
+
+
+class QueueCorruptError(QueueError):
+    """The queue file is damaged, or is not a database (``SQLITE_CORRUPT``, ``SQLITE_NOTADB``)."""
+
+    token = "queue-corrupt"
+
+
+class QueueFullError(QueueError):
+    """No space is left for the queue file to grow (``SQLITE_FULL``, or a full file system)."""
+
+    token = "queue-full"
 
 
 class LeaseLostError(QueueError):

@@ -11,7 +11,8 @@ import sqlite3
 from typing import Final
 
 from coretsia.sources._queue_connection import Connection
-from coretsia.sources._queue_records import QueueError
+from coretsia.sources._queue_health import queue_error
+from coretsia.sources._queue_records import QueueCorruptError, QueueSchemaError
 
 APPLICATION_ID: Final = 0x43525451
 """``PRAGMA application_id`` of a queue file ("CRTQ"): tells a queue from any other DB."""
@@ -51,24 +52,24 @@ def ensure_schema(conn: Connection, *, create: bool) -> None:
             raw.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             raw.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
     except sqlite3.Error as error:
-        raise QueueError(f"cannot use the queue database: {error}") from error
+        raise queue_error(error, "cannot use the queue database", conn.path) from error
 
 
 def _read_schema(conn: Connection, *, create: bool) -> bool:
-    """True for our schema, False for an empty file we may fill; else QueueError."""
+    """True for our schema, False for an empty file we may fill; else QueueSchemaError."""
     with conn.transaction(write=False) as raw:  # nested (a no-op) inside ensure_schema's
         application_id = conn.pragma("application_id")
         if application_id == APPLICATION_ID:
             version = conn.pragma("user_version")
             if version != SCHEMA_VERSION:
-                raise QueueError(
+                raise QueueSchemaError(
                     f"the queue database has schema version {version}, "
                     f"this package reads version {SCHEMA_VERSION}"
                 )
             return True
         tables = raw.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if application_id != 0 or tables != 0 or not create:
-            raise QueueError("the file is not a Coretsia queue database")
+            raise QueueSchemaError("the file is not a Coretsia queue database")
         return False
 
 
@@ -77,13 +78,31 @@ def check(conn: Connection) -> None:
     try:
         conn.retrying(lambda: _check_once(conn))
     except sqlite3.Error as error:
-        raise QueueError(f"cannot use the queue database: {error}") from error
+        raise queue_error(error, "cannot use the queue database", conn.path) from error
 
 
 def _check_once(conn: Connection) -> None:
     with conn.transaction(write=False) as raw:
         if conn.pragma("application_id") != APPLICATION_ID:
-            raise QueueError("the file is not a Coretsia queue database")
+            raise QueueSchemaError("the file is not a Coretsia queue database")
         if conn.pragma("user_version") != SCHEMA_VERSION:
-            raise QueueError("the queue database has another schema version")
+            raise QueueSchemaError("the queue database has another schema version")
         raw.execute("SELECT count(*) FROM messages WHERE 0").fetchone()
+
+
+def check_integrity(conn: Connection, *, thorough: bool) -> None:
+    """Raise :class:`QueueCorruptError` unless SQLite's own check finds the file sound.
+
+    ``PRAGMA quick_check`` (``thorough=False``) reads every page and checks the b-trees'
+    structure: about 30 ms for 20,000 small messages (docs/task-sources.md), linear in
+    the file's size. ``PRAGMA integrity_check`` also checks that each index matches its
+    table (about 45 ms there). Either is a read: workers go on meanwhile.
+    """
+    pragma = "integrity_check" if thorough else "quick_check"
+    try:
+        rows = conn.rows(f"PRAGMA {pragma}")
+    except sqlite3.Error as error:
+        raise queue_error(error, "the integrity check failed", conn.path) from error
+    if rows != [("ok",)]:
+        problems = sum(len(str(row[0]).splitlines()) for row in rows)
+        raise QueueCorruptError(f"SQLite's {pragma} found {problems} problems")

@@ -8,6 +8,8 @@
     coretsia-sqlite-queue failed --db var/queue.sqlite3 [--json]
     coretsia-sqlite-queue retry --db var/queue.sqlite3 (ID... | --all)
     coretsia-sqlite-queue purge --db var/queue.sqlite3 (--done | --failed)
+    coretsia-sqlite-queue check --db var/queue.sqlite3
+    coretsia-sqlite-queue recover --db var/queue.sqlite3 --to var/saved.sqlite3
 
 ``enqueue`` reads payloads from standard input, one per line (empty lines skipped: a
 trailing blank line is almost never meant as a message), when no PAYLOAD is given or in
@@ -22,6 +24,14 @@ to pending with their attempts reset; an id that is unknown or not failed is nam
 stderr and the command exits 1, but the other ids are still retried (one bad id in a
 pasted list should not hold back the rest; the exit status still tells a script that
 something was off). ``purge`` deletes every done (or failed) message and prints the count.
+
+``check`` runs SQLite's ``integrity_check`` and the schema check and prints ``ok``; a
+queue that is not sound is one token on stderr, ``CHECK: TOKEN (detail)``, and exit 1:
+``queue-corrupt`` (damaged, or not a database), ``queue-full`` (no space left),
+``queue-schema-invalid`` (not a queue, or another schema version), ``queue-unavailable``
+(missing, or cannot be opened). ``recover`` copies every readable message of a damaged
+queue into a new file (:mod:`coretsia.sources._queue_salvage` says which can be saved);
+the ids it could not read are named on stderr and it exits 1, as ``retry`` does.
 
 Errors are one short line on stderr, never a traceback. Exit status: 0 success, 1 the
 database could not be used (or some ``retry`` ids were refused), 2 usage.
@@ -38,9 +48,11 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from typing import Literal, Protocol, TextIO
 
+from coretsia.sources._queue_health import fault
 from coretsia.sources._queue_maintenance import STATES
-from coretsia.sources._queue_parser import SQLITE_PROG, sqlite_parser
+from coretsia.sources._queue_parser import SQLITE_PROG, Database, sqlite_parser
 from coretsia.sources._queue_records import FailedMessage, QueueError, Retried
+from coretsia.sources._queue_salvage import salvage
 from coretsia.sources.sqlite_queue import SqliteQueue
 
 PROG = SQLITE_PROG
@@ -65,6 +77,8 @@ class OperatorQueue(Protocol):
     def retry(self, ids: Iterable[int] | Literal["all"]) -> Retried: ...
 
     def purge(self, state: Literal["done", "failed"]) -> int: ...
+
+    def verify(self) -> None: ...
 
     def close(self) -> None: ...
 
@@ -104,6 +118,10 @@ def run(parser: argparse.ArgumentParser, opener: Opener, argv: Sequence[str] | N
             return _retry(open_queue, args.ids, sys.stdout, sys.stderr, prog, every=args.all)
         if args.command == "purge":
             return _purge(open_queue, args.state, sys.stdout)
+        if args.command == "check":
+            return _check(open_queue, _sqlite_path(args), sys.stdout, sys.stderr, prog)
+        if args.command == "recover":
+            return _recover(_sqlite_path(args), args.to, sys.stdout, sys.stderr, prog)
         return _stats(open_queue, sys.stdout, as_json=args.json)
     except UsageError as error:
         print(f"{prog}: usage error: {error}", file=sys.stderr)
@@ -198,6 +216,56 @@ def _purge(open_queue: Open, state: Literal["done", "failed"], stdout: TextIO) -
         count = queue.purge(state)
     print(f"purged {count}", file=stdout)
     return EXIT_OK
+
+
+def _sqlite_path(args: argparse.Namespace) -> str | None:
+    """The SQLite file ``--db`` names (either command's form); None for PostgreSQL."""
+    db: Database | str = args.db
+    if isinstance(db, str):
+        return db
+    return db.target if db.backend == "sqlite" else None
+
+
+def _check(open_queue: Open, path: str | None, stdout: TextIO, stderr: TextIO, prog: str) -> int:
+    try:
+        with contextlib.closing(open_queue(create=False)) as queue:
+            queue.verify()
+    except (QueueError, sqlite3.Error, OSError) as error:
+        token = error.token if isinstance(error, QueueError) else "queue-unavailable"
+        kind = None if path is None else fault(error, path)
+        if kind is not None:
+            token = f"queue-{kind}"
+        print(f"{prog}: check: {token} ({_one_line(error)})", file=stderr)
+        return EXIT_FAILURE
+    print("ok", file=stdout)
+    return EXIT_OK
+
+
+def _recover(path: str | None, target: str, stdout: TextIO, stderr: TextIO, prog: str) -> int:
+    if path is None:
+        raise UsageError("recover copies an SQLite queue; PostgreSQL keeps its own storage")
+    result = salvage(path, target)
+    counts = ", ".join(f"{state} {result.saved[state]}" for state in STATES)
+    print(f"saved {sum(result.saved.values())} ({counts})", file=stdout)
+    if result.unreadable:
+        print(
+            f"{prog}: error: {len(result.unreadable)} messages could not be read: ids "
+            f"{_ranges(result.unreadable)}",
+            file=stderr,
+        )
+        return EXIT_FAILURE
+    return EXIT_OK
+
+
+def _ranges(ids: list[int]) -> str:
+    """Sorted ids as ``1-3,7``: a damaged page loses a run of neighbours."""
+    runs: list[list[int]] = []
+    for message_id in ids:
+        if runs and message_id == runs[-1][1] + 1:
+            runs[-1][1] = message_id
+        else:
+            runs.append([message_id, message_id])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def _print_json(value: object, stdout: TextIO) -> None:

@@ -52,7 +52,7 @@ from coretsia.sources._queue_messages import INTERRUPTED, MAX_ERROR_CHARS, check
 from coretsia.sources._queue_records import (
     FailedMessage,
     Message,
-    QueueError,
+    QueueSchemaError,
     Retried,
     lease_lost,
 )
@@ -131,7 +131,12 @@ class PostgresQueue:
         """Raise :class:`QueueError` unless the server answers and holds our schema."""
         with database_errors():
             if schema.schema_version(self._conn) != schema.SCHEMA_VERSION:
-                raise QueueError("the database holds no queue of this version")
+                raise QueueSchemaError("the database holds no queue of this version")
+
+    def verify(self) -> None:
+        """``coretsia-queue check``: the schema check (the server keeps its own storage
+        sound; ``amcheck`` is the tool for that, with a superuser's rights)."""
+        self.check()
 
     # -- producing and operating ---------------------------------------------------------
 

@@ -7,6 +7,8 @@
     coretsia-queue failed --db URL [--queue NAME] [--json]
     coretsia-queue retry --db URL [--queue NAME] (ID... | --all)
     coretsia-queue purge --db URL [--queue NAME] (--done | --failed)
+    coretsia-queue check --db URL [--queue NAME]
+    coretsia-queue recover --db sqlite:///PATH --to NEW_PATH
 
 ``URL`` names the backend: ``sqlite:///relative/path`` or ``sqlite:////absolute/path``
 (SQLAlchemy's convention: the path is what follows the third slash), or a libpq URI,

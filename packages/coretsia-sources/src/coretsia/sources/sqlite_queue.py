@@ -120,6 +120,7 @@ from coretsia.sources import _queue_schema as schema
 from coretsia.sources._generation_locks import GenerationLocks
 from coretsia.sources._private_files import create_private_file, make_private_dirs
 from coretsia.sources._queue_connection import Connection
+from coretsia.sources._queue_health import check_space
 from coretsia.sources._queue_maintenance import STATES
 from coretsia.sources._queue_messages import INTERRUPTED, MAX_ERROR_CHARS
 from coretsia.sources._queue_notify import NOTIFY_SUFFIX, Notifier, Waiter
@@ -127,7 +128,10 @@ from coretsia.sources._queue_records import (
     FailedMessage,
     LeaseLostError,
     Message,
+    QueueCorruptError,
     QueueError,
+    QueueFullError,
+    QueueSchemaError,
     Retried,
     Synchronous,
 )
@@ -142,7 +146,10 @@ __all__ = [
     "FailedMessage",
     "LeaseLostError",
     "Message",
+    "QueueCorruptError",
     "QueueError",
+    "QueueFullError",
+    "QueueSchemaError",
     "Retried",
     "SqliteQueue",
     "Synchronous",
@@ -152,7 +159,17 @@ __all__ = [
 # Defined in private modules, these are public here, and say so: a qualified name is
 # data, not decoration (the ``sqlite`` source records a failure as ``<module>.<type>`` in
 # ``last_error``), so where a class is written must not change what a database holds.
-for _public in (QueueError, LeaseLostError, Message, FailedMessage, Retried, Waiter):
+for _public in (
+    QueueError,
+    QueueSchemaError,
+    QueueCorruptError,
+    QueueFullError,
+    LeaseLostError,
+    Message,
+    FailedMessage,
+    Retried,
+    Waiter,
+):
     _public.__module__ = __name__
 del _public
 
@@ -216,6 +233,21 @@ class SqliteQueue:
     def check(self) -> None:
         """Raise :class:`QueueError` unless the database answers and holds our schema."""
         schema.check(self._conn)
+
+    def verify(self, *, thorough: bool = True) -> None:
+        """Raise :class:`QueueCorruptError` unless the file is sound, then :meth:`check`.
+
+        ``thorough``: SQLite's ``integrity_check`` (``coretsia-queue check``); otherwise
+        its ``quick_check``, which skips comparing the index with the table (what a
+        worker runs at start). Both read the whole file: see
+        :func:`coretsia.sources._queue_schema.check_integrity` for their cost.
+        """
+        schema.check_integrity(self._conn, thorough=thorough)
+        self.check()
+
+    def check_space(self) -> None:
+        """Raise :class:`QueueFullError` if the file system of the database is full."""
+        check_space(self._path)
 
     def close(self) -> None:
         """Close the connection, let go of held generations and the sender; idempotent."""

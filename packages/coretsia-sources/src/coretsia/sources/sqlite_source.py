@@ -48,12 +48,14 @@ whether the handler imports and is callable is left to the worker.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import weakref
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Final
 
+from coretsia.sources._queue_health import fault
 from coretsia.sources._source_common import (
     COMMON_OPTIONS,
     DEFAULT_MAX_ATTEMPTS,
@@ -71,9 +73,10 @@ from coretsia.sources._source_common import (
     import_handler,
 )
 from coretsia.sources.sqlite_queue import Message, QueueError, SqliteQueue, Waiter
-from coretsia.worker_protocol.catalogue import ConfigRule
+from coretsia.worker_protocol.catalogue import ConfigRule, Reason
+from coretsia.worker_protocol.task_source import TaskSourceStorageError
 
-if TYPE_CHECKING:  # of the SPI, only the option error is needed at run time
+if TYPE_CHECKING:
     from coretsia.worker_protocol.task_source import TaskSourceContext
 
 DEFAULT_DATABASE: Final = "var/queue.sqlite3"
@@ -82,6 +85,7 @@ RECHECK_SECONDS: Final = 5.0
 FALLBACK_RECHECK_SECONDS: Final = 1.0
 """Without notifications (no socket could be bound): how often an idle worker looks."""
 _OPTIONS: Final = COMMON_OPTIONS | {"database"}
+_STORAGE_REASONS: Final = {"corrupt": Reason.TASK_SOURCE_CORRUPT, "full": Reason.TASK_SOURCE_FULL}
 
 
 class SqliteTask(QueueTask):
@@ -97,7 +101,9 @@ class SqliteSource:
     generations (the lifecycle lock guarantees their workers are gone), counting each as
     an interrupted attempt. If the database cannot be opened then, the error is kept and
     :meth:`assert_ready` tries once more and raises: the worker reports
-    ``worker-task-source-not-ready`` (the backend is unusable), not a resolution failure.
+    ``worker-task-source-not-ready`` (the backend is unusable), not a resolution failure;
+    ``worker-task-source-corrupt`` or ``worker-task-source-full`` when the file is damaged
+    or the disk is full, which is reported so from ``receive`` and the settlements too.
     While idle it waits on the queue's poke socket and the pool's stop descriptor
     together: new work and a cooperative stop both wake it at once.
     """
@@ -162,8 +168,32 @@ class SqliteSource:
         return self._open()[1].notifying
 
     def assert_ready(self) -> None:
-        """Raise unless the database opens, answers, and holds the queue schema."""
-        self._open()[0].check()
+        """Raise unless the database opens, answers, holds the queue schema and has room.
+
+        The worker of slot 0 also runs SQLite's ``quick_check`` (a read of the whole
+        file: about 30 ms for 20,000 messages), so a damaged file fails the start
+        (``worker-task-source-corrupt``) instead of the first task that meets the damage;
+        one worker checking is enough for that, and keeps the others' boot short.
+        """
+        with self._storage_named():
+            queue = self._open()[0]
+            if getattr(self._context, "slot", 0) == 0:
+                queue.verify(thorough=False)
+            else:
+                queue.check()
+            queue.check_space()
+
+    @contextlib.contextmanager
+    def _storage_named(self) -> Iterator[None]:
+        """A damaged file or a full disk raised as the SPI's TaskSourceStorageError, so
+        the worker reports ``worker-task-source-corrupt`` or ``-full``, not the step."""
+        try:
+            yield
+        except (QueueError, sqlite3.Error, OSError) as error:
+            kind = fault(error, self._database)
+            if kind is None:
+                raise
+            raise TaskSourceStorageError(_STORAGE_REASONS[kind]) from error
 
     @property
     def handler(self) -> Handler:
@@ -172,6 +202,10 @@ class SqliteSource:
 
     def receive(self) -> SqliteTask | None:
         """The next message as a task; None only once a cooperative stop is requested."""
+        with self._storage_named():
+            return self._receive()
+
+    def _receive(self) -> SqliteTask | None:
         queue, waiter = self._open()
         while True:
             if self._context.stopping:
@@ -194,17 +228,19 @@ class SqliteSource:
         turn at the writer lock of its own (module documentation). Not while stopping:
         the message would only be given back.
         """
-        queue = self._open()[0]
-        if self._context.stopping:
-            queue.ack(message)
-        elif (ahead := queue.ack_and_lease(message, self._generation)) is not None:
-            self._ahead.append(ahead)
+        with self._storage_named():
+            queue = self._open()[0]
+            if self._context.stopping:
+                queue.ack(message)
+            elif (ahead := queue.ack_and_lease(message, self._generation)) is not None:
+                self._ahead.append(ahead)
 
     def record_failure(self, message: Message, error: BaseException) -> str:
         """Record a failed attempt of ``message``; its new state (``pending``/``failed``)."""
-        return self._open()[0].fail(
-            message, self._max_attempts, error=describe(error, with_message=self._keep_messages)
-        )
+        with self._storage_named():
+            return self._open()[0].fail(
+                message, self._max_attempts, error=describe(error, with_message=self._keep_messages)
+            )
 
     def _release_ahead(self) -> None:
         """Give back the message leased ahead, if any: this worker will not run it."""

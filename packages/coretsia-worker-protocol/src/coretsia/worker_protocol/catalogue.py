@@ -17,8 +17,12 @@ generation's processes still hold the fence) and ``worker-generation-unkillable`
 killed generation left behind cannot be killed); and four lifecycle failures, the hook
 failures ``worker-task-hook-failed`` and ``worker-task-reset-failed``,
 ``worker-restart-intensity-exceeded`` (process entries, beyond seed 003: off by default)
-and ``worker-containment-failed`` (the containment level could not be set up); and
-``worker-platform-unsupported`` (a platform no pool can run on).
+and ``worker-containment-failed`` (the containment level could not be set up);
+``worker-platform-unsupported`` (a platform no pool can run on); and two task-source
+failures that name their cause where seed 000 has only "receive" or "settlement failed",
+``worker-task-source-corrupt`` and ``worker-task-source-full`` (a source raises
+:class:`~coretsia.worker_protocol.task_source.TaskSourceStorageError` to report them, at
+``assert_ready`` as while running).
 
 One code is not a worker code at all: seed 000's runtime-entrypoint guard is the
 Kernel's, whose failures "must not be reclassified as worker exceptions", so
@@ -78,6 +82,8 @@ class Reason(str, enum.Enum):
     TASK_SOURCE_TERMINATED = "worker-task-source-terminated"
     TASK_SOURCE_RECEIVE_FAILED = "worker-task-source-receive-failed"
     TASK_SETTLEMENT_FAILED = "worker-task-settlement-failed"
+    TASK_SOURCE_CORRUPT = "worker-task-source-corrupt"
+    TASK_SOURCE_FULL = "worker-task-source-full"
     TASK_HOOK_FAILED = "worker-task-hook-failed"
     TASK_RESET_FAILED = "worker-task-reset-failed"
     CHILD_EXITED = "worker-child-exited"
@@ -177,6 +183,8 @@ REASON_CODES: Final[dict[Reason, ErrorCode]] = {
             Reason.TASK_SOURCE_TERMINATED,
             Reason.TASK_SOURCE_RECEIVE_FAILED,
             Reason.TASK_SETTLEMENT_FAILED,
+            Reason.TASK_SOURCE_CORRUPT,
+            Reason.TASK_SOURCE_FULL,
             Reason.TASK_HOOK_FAILED,
             Reason.TASK_RESET_FAILED,
             Reason.CHILD_EXITED,
@@ -250,6 +258,11 @@ EXPLANATIONS: Final[dict[Reason, str]] = {
     Reason.TASK_SOURCE_TERMINATED: "receive() returned None outside shutdown",
     Reason.TASK_SOURCE_RECEIVE_FAILED: "the task source's receive() raised",
     Reason.TASK_SETTLEMENT_FAILED: "complete() or fail() of a task raised",
+    Reason.TASK_SOURCE_CORRUPT: "the task source's storage is damaged (an SQLite queue file "
+    "that is corrupt or not a database); run coretsia-queue check, then recover what can "
+    "be saved (docs/operations.md)",
+    Reason.TASK_SOURCE_FULL: "the task source's storage is full (no space left on the SQLite "
+    "queue's file system); free space, then start again",
     Reason.TASK_HOOK_FAILED: "an after hook raised: the unit of work is left unsettled (a "
     "queue message stays leased and is recovered by the next generation)",
     Reason.TASK_RESET_FAILED: "a reset hook raised: the worker cannot promise a clean state "

@@ -23,6 +23,12 @@ The contract, in the order the worker uses it:
    ``task.complete(result)`` on success, ``task.fail(error)`` with the original exception
    on failure. A failing ``complete`` never triggers ``fail``.
 
+A source whose storage is damaged or full says so: raised from ``assert_ready``,
+``receive``, ``complete`` or ``fail``, a :class:`TaskSourceStorageError` ends the worker
+with its own reason (``worker-task-source-corrupt``, ``worker-task-source-full``) instead
+of the step's (``not-ready``, ``receive-failed``, ``settlement-failed``), so an operator
+reads the cause, not the step it broke.
+
 Before all of that, at ``start``, the supervisor may check the options. A factory may
 carry an attribute ``check_options``: a callable taking the ``[worker.source_options]``
 mapping (read-only) and returning ``None``, or raising :class:`TaskSourceOptionError`
@@ -46,15 +52,20 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
-from coretsia.worker_protocol.catalogue import ConfigRule
+from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 
 __all__ = [
+    "STORAGE_REASONS",
     "Task",
     "TaskSource",
     "TaskSourceContext",
     "TaskSourceFactory",
     "TaskSourceOptionError",
+    "TaskSourceStorageError",
 ]
+
+STORAGE_REASONS = frozenset({Reason.TASK_SOURCE_CORRUPT, Reason.TASK_SOURCE_FULL})
+"""The reasons a :class:`TaskSourceStorageError` may carry."""
 
 
 @runtime_checkable
@@ -148,3 +159,22 @@ class TaskSourceOptionError(ValueError):
 
     def __reduce__(self) -> tuple[type[TaskSourceOptionError], tuple[str, ConfigRule]]:
         return (type(self), (self.key, self.rule))
+
+
+class TaskSourceStorageError(Exception):
+    """The source's storage is damaged or full: the worker reports ``reason``, not the step.
+
+    ``reason`` is one of :data:`STORAGE_REASONS` (``worker-task-source-corrupt`` or
+    ``worker-task-source-full``); raise it ``from`` the backend's error, which debug mode
+    shows. Any other reason is the source's programming error: :class:`ValueError` at once.
+    """
+
+    def __init__(self, reason: Reason | str) -> None:
+        checked = Reason(reason)
+        if checked not in STORAGE_REASONS:
+            raise ValueError(f"not a storage reason: {checked.value}")
+        super().__init__(checked.value)
+        self.reason: Reason = checked
+
+    def __reduce__(self) -> tuple[type[TaskSourceStorageError], tuple[Reason]]:
+        return (type(self), (self.reason,))

@@ -72,6 +72,20 @@ def failure(reason_name: str) -> WorkerExit:
     return WorkerExit(EXIT_FAILURE, Reason[reason_name])
 
 
+def source_failure(error: Exception, reason_name: str) -> WorkerExit:
+    """:func:`failure` of the step that broke (``reason_name``), unless the source named
+    the cause: a :class:`~coretsia.worker_protocol.task_source.TaskSourceStorageError`
+    (its storage is corrupt or full) ends the worker with its own reason.
+
+    The SPI module is imported here, on the way out only: never on the boot path.
+    """
+    from coretsia.worker_protocol.task_source import TaskSourceStorageError
+
+    if isinstance(error, TaskSourceStorageError):
+        return WorkerExit(EXIT_FAILURE, error.reason)
+    return failure(reason_name)
+
+
 def leave(code: int) -> NoReturn:
     """Exit with ``code`` the way a ``multiprocessing`` child leaves: no final teardown.
 

@@ -14,6 +14,10 @@ a reset hook           ran         none (left unsettled)       exits: worker-tas
 ``fail()``             either      raised                      exits: worker-task-settlement-failed
 =====================  ==========  ==========================  ==============================
 
+A source that raises :class:`~coretsia.worker_protocol.task_source.TaskSourceStorageError`
+(from ``receive`` or a settlement) ends the worker with its reason instead:
+``worker-task-source-corrupt`` or ``worker-task-source-full``.
+
 After hooks and reset hooks always run (before settlement, as in seed 000, where the
 unit of work ends before the source settles it). A task left unsettled by a terminal
 failure is not lost: a durable source (the SQLite queue) recovers its lease when the next
@@ -43,7 +47,7 @@ telemetry's no-op default (no ``typing``, no third-party module).
 from __future__ import annotations
 
 from coretsia.supervisor.telemetry import NO_TELEMETRY
-from coretsia.supervisor.worker import EXIT_OK, WorkerExit, failure
+from coretsia.supervisor.worker import EXIT_OK, WorkerExit, failure, source_failure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -74,6 +78,9 @@ _EXIT_OUTCOMES = {
     "TASK_HOOK_FAILED": "hook-failed",
     "TASK_RESET_FAILED": "reset-failed",
     "TASK_SETTLEMENT_FAILED": "settlement-failed",
+    # A source that names why its settlement failed (TaskSourceStorageError): still one.
+    "TASK_SOURCE_CORRUPT": "settlement-failed",
+    "TASK_SOURCE_FULL": "settlement-failed",
 }
 """The ``worker.task`` outcome of each way a unit of work ends the worker."""
 
@@ -126,7 +133,7 @@ def _run_unit(task: Task, hooks: Hooks) -> Exception | None:
         else:
             task.fail(error)
     except Exception as settle_error:
-        raise failure("TASK_SETTLEMENT_FAILED") from settle_error
+        raise source_failure(settle_error, "TASK_SETTLEMENT_FAILED") from settle_error
     return error
 
 
@@ -161,7 +168,7 @@ def work(
         try:
             task = source.receive()
         except Exception as error:
-            raise failure("TASK_SOURCE_RECEIVE_FAILED") from error
+            raise source_failure(error, "TASK_SOURCE_RECEIVE_FAILED") from error
         if task is None:
             if context.wait_for_stop(0):
                 continue  # a stop, or this worker's turn to retire: the top tells which

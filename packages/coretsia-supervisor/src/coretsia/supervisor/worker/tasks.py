@@ -11,7 +11,7 @@ is imported after ``ready``, so readiness never waits for it.
 
 from __future__ import annotations
 
-from coretsia.supervisor.worker import failure
+from coretsia.supervisor.worker import failure, source_failure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ def resolve_source(target: object, context: SourceContext) -> TaskSource:
     try:
         source.assert_ready()
     except Exception as error:
-        raise failure("TASK_SOURCE_NOT_READY") from error
+        raise source_failure(error, "TASK_SOURCE_NOT_READY") from error
     return source  # type: ignore[no-any-return]
 
 
