@@ -96,11 +96,30 @@ class PoolSummary(Frame):
         s.require(self.ready_worker_count <= self.worker_count, "ready_worker_count")
 
 
+MAX_COUNT: Final = 2**63 - 1
+"""Bound of a byte size or a count in a ``status`` (far past any real one)."""
+
+
 class StatusResponse(Frame):
-    """The answer to ``status``."""
+    """The answer to ``status``.
+
+    Beside the summary (each absent from a supervisor that predates it):
+    ``slot_rss_bytes``, each slot's worker's resident memory in slot order (``null``: no
+    worker there now, or unreadable); ``recycles_max_requests`` and
+    ``recycles_max_memory``, the workers recycled so far for each cause.
+    """
 
     TAG: ClassVar[str] = "status"
     summary: PoolSummary = field(kind=Spread(PoolSummary))
+    slot_rss_bytes: tuple[int | None, ...] | None = field(
+        default=None, kind=s.Omissible(s.Array(s.Nullable(s.Int(0, MAX_COUNT))))
+    )
+    recycles_max_requests: int | None = field(default=None, kind=s.Omissible(s.Int(0, MAX_COUNT)))
+    recycles_max_memory: int | None = field(default=None, kind=s.Omissible(s.Int(0, MAX_COUNT)))
+
+    def _check(self) -> None:  # one entry per slot
+        rss = self.slot_rss_bytes
+        s.require(rss is None or len(rss) == self.summary.worker_count, "slot_rss_bytes")
 
 
 class HealthResponse(Frame):
