@@ -15,9 +15,9 @@ import socket
 import textwrap
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pools
-import psutil
 
 MIB = 1024 * 1024
 LIMIT_MB = 300
@@ -38,10 +38,11 @@ def rounds(root: Path) -> list[tuple[str, int, int]]:
     ]
 
 
-def status(root: Path) -> dict[str, object]:
+def status(root: Path) -> dict[str, Any]:
+    """``status --json``, which must answer."""
     answer = pools.cli(root, "status", "--json")
     assert answer.returncode == 0, answer.stderr
-    fields: dict[str, object] = json.loads(answer.stdout)
+    fields: dict[str, Any] = json.loads(answer.stdout)
     return fields
 
 
@@ -90,7 +91,7 @@ def test_task_workers_past_the_limit_are_recycled_and_every_task_is_done(
     assert fields["pool_status"] == "running"
     assert fields["recycles_max_requests"] == 0
     # Each slot's resident memory is its worker's, as the kernel tells it.
-    pools.wait_for(lambda: None not in status(root)["slot_rss_bytes"])  # type: ignore[operator]
+    pools.wait_for(lambda: None not in status(root)["slot_rss_bytes"])
     listed = status(root)["slot_rss_bytes"]
     assert isinstance(listed, list)
     assert len(listed) == 3
@@ -100,9 +101,9 @@ def test_task_workers_past_the_limit_are_recycled_and_every_task_is_done(
         assert 0 < reported <= BOUND
     # And the Prometheus endpoint exports the same.
     samples = scrape(port)
-    assert samples['worker_recycles_total{cause="max-memory"}'] == status(root)[
-        "recycles_max_memory"
-    ]
+    assert (
+        samples['worker_recycles_total{cause="max-memory"}'] == status(root)["recycles_max_memory"]
+    )
     assert samples['worker_recycles_total{cause="max-requests"}'] == 0.0
     assert 0 < samples["worker_resident_memory_max_bytes"] <= BOUND
     assert samples["worker_resident_memory_bytes"] >= samples["worker_resident_memory_max_bytes"]
@@ -119,10 +120,12 @@ def test_a_process_entry_past_the_limit_is_replaced_the_same_way(
 ) -> None:
     pools.write_root(root, workers=0, task_source=None, max_memory_mb=LIMIT_MB)
     with (root / "coretsia.toml").open("a") as config:
-        config.write(textwrap.dedent("""
+        config.write(
+            textwrap.dedent("""
             [[process]]
             target = "memory_app:growing_entry"
-            """))
+            """)
+        )
     pools.install_app(root, "memory_app.py")
     supervisor = supervisors(root)
     supervisor.wait_running()
@@ -143,9 +146,7 @@ def test_off_by_default_a_growing_worker_is_left_alone(
     root: Path, supervisors: pools.Supervisors
 ) -> None:
     """0 (the default) is off: a worker past 300 MiB serves on, recycled by nothing."""
-    pools.write_root(
-        root, workers=1, task_source="memory_app:growing", source_options={"tasks": 8}
-    )
+    pools.write_root(root, workers=1, task_source="memory_app:growing", source_options={"tasks": 8})
     pools.install_app(root, "memory_app.py")
     supervisor = supervisors(root)
     supervisor.wait_running()

@@ -49,7 +49,7 @@ class Growing:
                 os.close(os.open(f"claim-{number}", os.O_WRONLY | os.O_CREAT | os.O_EXCL))
             except FileExistsError:
                 continue
-            return Task(lambda: _grow(f"task-{number}"))
+            return Task(lambda tag=f"task-{number}": _grow(tag))
         self.ctx.wait_for_stop(None)
         return None
 
