@@ -91,14 +91,14 @@ def test_task_workers_past_the_limit_are_recycled_and_every_task_is_done(
     assert fields["pool_status"] == "running"
     assert fields["recycles_max_requests"] == 0
     # Each slot's resident memory is its worker's, as the kernel tells it.
-    pools.wait_for(lambda: None not in status(root)["slot_rss_bytes"])
-    listed = status(root)["slot_rss_bytes"]
+    pools.wait_for(lambda: None not in status(root)["slot_rss_kib"])
+    listed = status(root)["slot_rss_kib"]
     assert isinstance(listed, list)
     assert len(listed) == 3
     workers = sorted(worker.memory_info().rss for worker in supervisor.workers())
     for reported, measured in zip(sorted(listed), workers, strict=True):
-        assert abs(reported - measured) <= 8 * MIB
-        assert 0 < reported <= BOUND
+        assert abs(reported * 1024 - measured) <= 8 * MIB
+        assert 0 < reported * 1024 <= BOUND
     # And the Prometheus endpoint exports the same.
     samples = scrape(port)
     assert (

@@ -51,8 +51,8 @@ def status_fields(response: StatusResponse) -> dict[str, Value]:
     """The safe fields of a ``status`` answer: the summary, each slot's resident memory
     and the recycle counts (those a supervisor that predates them leaves out)."""
     fields: dict[str, Value] = dict(summary_fields(response.summary))
-    if response.slot_rss_bytes is not None:
-        fields["slot_rss_bytes"] = list(response.slot_rss_bytes)
+    if response.slot_rss_kib is not None:
+        fields["slot_rss_kib"] = list(response.slot_rss_kib)
     for key in ("recycles_max_requests", "recycles_max_memory"):
         count = getattr(response, key)
         if count is not None:
@@ -120,10 +120,10 @@ def _text(fields: Fields) -> str:
     ]
     if details:
         parts.append("(" + ", ".join(details) + ")")
-    rss = fields.get("slot_rss_bytes")
+    rss = fields.get("slot_rss_kib")
     if isinstance(rss, list) and any(size is not None for size in rss):
         largest = max(size for size in rss if size is not None)
-        parts.append(f"largest worker {largest // (1024 * 1024)} MiB")
+        parts.append(f"largest worker {largest // 1024} MiB")
     return " ".join(parts)
 
 

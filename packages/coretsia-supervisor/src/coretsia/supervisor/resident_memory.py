@@ -12,12 +12,21 @@ from __future__ import annotations
 import psutil
 
 from coretsia.supervisor.pool import Pool
+from coretsia.worker_protocol.control import MAX_RSS_KIB
 
 
 def slot_resident_bytes(pool: Pool) -> tuple[int | None, ...]:
     """Each slot's current worker's resident set size in bytes, in slot order; None for a
     slot without a worker now (spawning, exited) or one whose ``/proc`` cannot be read."""
     return tuple(_resident(slot.pid) for slot in pool.slots)
+
+
+def slot_resident_kib(pool: Pool) -> tuple[int | None, ...]:
+    """The same in KiB, as ``status`` carries it (bounded by the frame's limit)."""
+    return tuple(
+        None if size is None else min(size // 1024, MAX_RSS_KIB)
+        for size in slot_resident_bytes(pool)
+    )
 
 
 def _resident(pid: int | None) -> int | None:

@@ -42,7 +42,7 @@ from coretsia.supervisor.guardian_process import guardian_env
 from coretsia.supervisor.notify import Notifier
 from coretsia.supervisor.pool import Pool, StopCause
 from coretsia.supervisor.process.ipc_resources import PoolIpc
-from coretsia.supervisor.resident_memory import slot_resident_bytes
+from coretsia.supervisor.resident_memory import slot_resident_kib
 from coretsia.supervisor.runtime_files import RuntimeFiles
 from coretsia.supervisor.slots import Slots, mark_exited
 from coretsia.supervisor.telemetry import NO_TELEMETRY, Telemetry
@@ -274,7 +274,7 @@ class Supervisor:
         pool = self._pool
         return StatusResponse(
             pool.summary(),
-            slot_resident_bytes(pool),
+            slot_resident_kib(pool),
             pool.recycles[RecycleCause.MAX_REQUESTS],
             pool.recycles[RecycleCause.MAX_MEMORY],
         )

@@ -52,7 +52,7 @@ SAFE_FIELDS: Final = frozenset(
         "operation",
         "outcome",
         "duration_ms",
-        "slot_rss_bytes",
+        "slot_rss_kib",
         "recycles_max_requests",
         "recycles_max_memory",
     }
