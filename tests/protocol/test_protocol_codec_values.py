@@ -108,7 +108,15 @@ class TestInvalidValues:
 
     def test_the_largest_status_fits_in_a_frame(self) -> None:
         """1024 slots at the bound, the counts at theirs, sealed: within the frame limit."""
-        summary = PoolSummary(**{**SUMMARY._asdict(), "worker_count": MAX_WORKERS})
+        summary = PoolSummary(
+            SUMMARY.pool_status,
+            SUMMARY.pid,
+            MAX_WORKERS,
+            SUMMARY.ready_worker_count,
+            SUMMARY.driver,
+            SUMMARY.control_transport,
+            SUMMARY.endpoint_hash,
+        )
         frame = StatusResponse(summary, (MAX_RSS_KIB,) * MAX_WORKERS, MAX_COUNT, MAX_COUNT)
         line = encode_response(frame, lambda _body: "f" * 64)
         assert decode_response(line) == frame
