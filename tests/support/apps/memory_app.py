@@ -22,12 +22,8 @@ def _grow(tag):
     _held.append(block)
     with open("/proc/self/statm", "rb") as statm:
         resident = int(statm.read().split()[1]) * PAGE
-    line = f"{tag} {os.getpid()} {resident}\n".encode()
-    fd = os.open("rounds.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, line)
-    finally:
-        os.close(fd)
+    with open("rounds.log", "a") as log:  # one short appended write per line
+        log.write(f"{tag} {os.getpid()} {resident}\n")
 
 
 class Growing:
