@@ -27,17 +27,22 @@ from frame_checks import Codec, echoes, obj_of, reject
 
 from coretsia.worker_protocol.catalogue import ErrorCode, HealthReason, Reason
 from coretsia.worker_protocol.control import (
+    MAX_COUNT,
+    MAX_RSS_KIB,
     ErrorResponse,
     HealthResponse,
     Hello,
+    PoolSummary,
     StatusResponse,
     StopProgress,
     decode_request,
     decode_response,
+    encode_response,
 )
+from coretsia.worker_protocol.framing import MAX_FRAME_BYTES
 from coretsia.worker_protocol.locator import decode_locator, encode_locator
 from coretsia.worker_protocol.state import decode_state
-from coretsia.worker_protocol.vocabulary import ShutdownPhase
+from coretsia.worker_protocol.vocabulary import MAX_WORKERS, ShutdownPhase
 from coretsia.worker_protocol.worker_channel import Failed, Ready, TaskFailed, decode_worker_frame
 
 
@@ -83,6 +88,39 @@ class TestInvalidValues:
         error = reject(codec[1], obj)
         assert error.reason is Reason.FRAME_INVALID_VALUE
         assert error.path == "$.ready_worker_count"
+
+    def test_status_lists_one_memory_per_slot(self) -> None:
+        """A status whose slot_rss_kib is not one entry per slot is refused."""
+        obj = obj_of(RESPONSE, StatusResponse(SUMMARY, (1, 2, 3, None), 0, 0))
+        obj["slot_rss_kib"] = [1, 2, 3]
+        error = reject(decode_response, obj)
+        assert (error.reason, error.path) == (Reason.FRAME_INVALID_VALUE, "$.slot_rss_kib")
+
+    @pytest.mark.parametrize(("key", "bad"), [("slot_rss_kib", [1, 2, 3, 2**32]),
+                                              ("slot_rss_kib", [1, 2, 3, -1]),
+                                              ("recycles_max_memory", -1),
+                                              ("recycles_max_requests", 2**63)])  # fmt: skip
+    def test_status_memory_and_counts_bounded(self, key: str, bad: object) -> None:
+        """A resident size past 4 TiB (in KiB) or a negative one, or a count out of range."""
+        obj = obj_of(RESPONSE, StatusResponse(SUMMARY, (1, 2, 3, None), 0, 0))
+        obj[key] = bad
+        assert reject(decode_response, obj).reason is Reason.FRAME_INVALID_VALUE
+
+    def test_the_largest_status_fits_in_a_frame(self) -> None:
+        """1024 slots at the bound, the counts at theirs, sealed: within the frame limit."""
+        summary = PoolSummary(
+            SUMMARY.pool_status,
+            SUMMARY.pid,
+            MAX_WORKERS,
+            SUMMARY.ready_worker_count,
+            SUMMARY.driver,
+            SUMMARY.control_transport,
+            SUMMARY.endpoint_hash,
+        )
+        frame = StatusResponse(summary, (MAX_RSS_KIB,) * MAX_WORKERS, MAX_COUNT, MAX_COUNT)
+        line = encode_response(frame, lambda _body: "f" * 64)
+        assert decode_response(line) == frame
+        assert len(line) <= MAX_FRAME_BYTES
 
     @pytest.mark.parametrize(
         "nonce",

@@ -38,6 +38,12 @@ CASES: list[tuple[str, str, ConfigRule]] = [
     ("max_requests = false", "worker.max_requests", ConfigRule.WRONG_TYPE),
     ("max_requests = 0", "worker.max_requests", ConfigRule.OUT_OF_RANGE),
     ("max_requests = 10_000_001", "worker.max_requests", ConfigRule.OUT_OF_RANGE),
+    # max_memory_mb
+    ("max_memory_mb = '300'", "worker.max_memory_mb", ConfigRule.WRONG_TYPE),
+    ("max_memory_mb = true", "worker.max_memory_mb", ConfigRule.WRONG_TYPE),
+    ("max_memory_mb = 300.0", "worker.max_memory_mb", ConfigRule.WRONG_TYPE),
+    ("max_memory_mb = -1", "worker.max_memory_mb", ConfigRule.OUT_OF_RANGE),
+    ("max_memory_mb = 1_048_577", "worker.max_memory_mb", ConfigRule.OUT_OF_RANGE),
     # task_source
     ("task_source = 1", "worker.task_source", ConfigRule.WRONG_TYPE),
     ("task_source = ['a:b']", "worker.task_source", ConfigRule.WRONG_TYPE),

@@ -86,6 +86,7 @@ def test_no_file_means_every_default(tmp_path: Path) -> None:
     assert config == PoolConfig()
     assert config.worker.workers == 4
     assert config.worker.max_requests == 1000
+    assert config.worker.max_memory_mb == 0  # off
     assert config.worker.task_type is TaskType.QUEUE
     assert config.worker.task_source is None
     assert config.worker.app_path == (".",)
@@ -172,6 +173,7 @@ def test_bounds_are_inclusive(tmp_path: Path) -> None:
     write_config(
         tmp_path,
         "[worker]\nworkers = 1024\nmax_requests = 10_000_000\nstart_timeout_ms = 3_600_000\n"
+        "max_memory_mb = 1_048_576\n"
         "stop_timeout_ms = 1\nforce_kill_timeout_ms = 1\napp_path = []\n"
         "[worker.tcp]\nport = 65535\n",
     )
@@ -180,6 +182,7 @@ def test_bounds_are_inclusive(tmp_path: Path) -> None:
     assert (worker.workers, worker.max_requests, config.tcp.port) == (1024, 10_000_000, 65535)
     assert (budgets.start_timeout_ms, budgets.stop_timeout_ms) == (3_600_000, 1)
     assert worker.app_path == ()
+    assert worker.max_memory_mb == 1_048_576
     assert parse_config({"workers": 1, "max_requests": 1, "tcp": {"port": 1}}).tcp.port == 1
 
 
@@ -240,7 +243,7 @@ def test_generation_dict_is_plain_json_of_every_field(tmp_path: Path) -> None:
     # The launcher's flat keys; process entries are not here (the generation carries the
     # manager's snapshot instead).
     assert set(snapshot) == {
-        "workers", "max_requests", "task_type", "task_source", "source_options",
+        "workers", "max_requests", "max_memory_mb", "task_type", "task_source", "source_options",
         "before_hooks", "after_hooks", "reset_hooks", "app_path", "driver", "containment",
         "spawn", "preload",
         "control_transport", "tcp_host", "tcp_port", "socket_path", "state_path",

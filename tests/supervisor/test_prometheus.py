@@ -1,10 +1,11 @@
 """The optional Prometheus endpoint, scraped for real from a real pool (prometheus.py).
 
-A pool with ``metrics_port`` serves ``worker_process_total`` and the slot gauges on
-loopback from the moment the guardian holds the lock until the shutdown; a taken port
-leaves the pool running without it, a missing ``prometheus_client`` is refused before
-anything starts, and the settings are validated like every key. Every supervisor a test
-starts is closed (stopped) at teardown, whatever its assertions did.
+A pool with ``metrics_port`` serves ``worker_process_total``, the slot gauges, the
+recycle counter and the resident memory gauges on loopback from the moment the guardian
+holds the lock until the shutdown; a taken port leaves the pool running without it, a
+missing ``prometheus_client`` is refused before anything starts, and the settings are
+validated like every key. Every supervisor a test starts is closed (stopped) at
+teardown, whatever its assertions did.
 """
 
 from __future__ import annotations
@@ -58,7 +59,11 @@ def test_a_pool_serves_its_families_until_it_stops(
     names = {name.split("{")[0] for name in samples}
     # prometheus_client's own _created timestamps come with every counter (documented).
     assert names <= {"worker_process_total", "worker_process_created", "worker_slots",
-                     "worker_ready_slots"}  # fmt: skip
+                     "worker_ready_slots", "worker_recycles_total",
+                     "worker_resident_memory_bytes",
+                     "worker_resident_memory_max_bytes"}  # fmt: skip
+    assert samples['worker_recycles_total{cause="max-requests"}'] == 0.0
+    assert 0 < samples["worker_resident_memory_max_bytes"] < samples["worker_resident_memory_bytes"]
     assert pools.cli(root, "stop").returncode == 0
     assert supervisor.finish() == 0, supervisor.stderr
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=5):

@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from coretsia.worker_protocol.catalogue import REASON_CODES, ErrorCode, HealthReason, Reason
 from coretsia.worker_protocol.control import (
+    MAX_COUNT,
+    MAX_RSS_KIB,
     Challenge,
     ControlRequest,
     ErrorResponse,
@@ -48,6 +50,7 @@ from coretsia.worker_protocol.worker_channel import (
     Failed,
     Heartbeat,
     Ready,
+    RecycleCause,
     Retire,
     Retiring,
     ShutdownRequest,
@@ -84,9 +87,9 @@ requests = st.one_of(
 
 
 @st.composite
-def summaries(draw: st.DrawFn, min_workers: int = 1) -> PoolSummary:
+def summaries(draw: st.DrawFn, min_workers: int = 1, max_workers: int = MAX_WORKERS) -> PoolSummary:
     """A PoolSummary whose ready count never exceeds its worker count."""
-    workers = draw(st.integers(min_workers, MAX_WORKERS))
+    workers = draw(st.integers(min_workers, max_workers))
     return PoolSummary(
         pool_status=draw(st.sampled_from(PoolStatus)),
         pid=draw(pids),
@@ -102,6 +105,14 @@ def summaries(draw: st.DrawFn, min_workers: int = 1) -> PoolSummary:
 responses = st.one_of(
     st.builds(Challenge, server_nonce=hex64),
     st.builds(StatusResponse, summaries()),
+    st.builds(
+        lambda summary, sizes, counts: StatusResponse(
+            summary, sizes[: summary.worker_count], *counts
+        ),
+        summaries(max_workers=64),
+        st.lists(st.none() | st.integers(0, MAX_RSS_KIB), min_size=64, max_size=64).map(tuple),
+        st.tuples(st.integers(0, MAX_COUNT), st.integers(0, MAX_COUNT)),
+    ),
     st.builds(
         lambda summary, reason: HealthResponse(
             summary, healthy=reason is HealthReason.HEALTHY, reason=reason
@@ -159,7 +170,7 @@ worker_reasons = st.sampled_from(
 worker_frames = st.one_of(
     st.builds(Ready, st.none() | hex64),
     st.builds(Failed, worker_reasons),
-    st.just(Retiring()),
+    st.builds(Retiring, st.sampled_from(RecycleCause)),
     st.just(ShutdownRequest()),
     st.just(Heartbeat()),
     st.builds(

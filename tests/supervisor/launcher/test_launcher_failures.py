@@ -120,6 +120,8 @@ def test_tampered_generation_is_a_boot_failure(root: Path) -> None:
     [
         {"workers": "2"},
         {"max_requests": 0},
+        {"max_memory_mb": -1},
+        {"max_memory_mb": "300"},
         {"task_type": "cron"},
         {"app_path": "apps"},
         {"app_path": ["../elsewhere"]},

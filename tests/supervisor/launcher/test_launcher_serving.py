@@ -16,6 +16,7 @@ from pools import wait_for
 from coretsia.supervisor.generation import publish
 from coretsia.worker_protocol.worker_channel import (
     Ready,
+    RecycleCause,
     Retiring,
     TaskFailed,
     decode_worker_frame,
@@ -79,7 +80,29 @@ def test_retirement_takes_one_more_task_then_waits_for_the_grant(root: Path) -> 
     assert recorded_calls(root) == ["assert_ready"] + ["run", "complete 42"] * 3
 
 
-def _read_ready_and_retiring(launcher: Launcher) -> None:
+def test_past_max_memory_it_retires_after_that_task_and_takes_no_other(root: Path) -> None:
+    """Any interpreter is past 1 MiB: the first task is the last, cause max-memory."""
+    spec = launch_spec(task_source="sources:immediate", max_requests=1000, max_memory_mb=1)
+    publish(root, spec)
+    with Launcher(root) as launcher:
+        _read_ready_and_retiring(launcher, Retiring(RecycleCause.MAX_MEMORY))
+        _assert_waiting(launcher)  # not a second task while the grant travels
+        assert recorded_calls(root) == ["assert_ready", "run", "complete 42"]
+        launcher.channel.sendall(encode_retire())
+        outcome = launcher.finish()
+        assert outcome.code == 0
+    assert recorded_calls(root) == ["assert_ready", "run", "complete 42"]
+
+
+def test_below_max_memory_it_serves_on_to_max_requests(root: Path) -> None:
+    """A limit far above the worker's memory changes nothing: it retires at max_requests."""
+    publish(root, launch_spec(task_source="sources:immediate", max_requests=3, max_memory_mb=4096))
+    outcome = launch(root)
+    assert (outcome.code, outcome.frames) == (0, [Ready(), Retiring(RecycleCause.MAX_REQUESTS)])
+    assert recorded_calls(root).count("complete 42") in (3, 4)
+
+
+def _read_ready_and_retiring(launcher: Launcher, retiring: Retiring | None = None) -> None:
     """Read ``ready``, then ``retiring`` by hand: ``next_frame`` would grant it."""
     launcher.channel.settimeout(WAIT)
     assert launcher.next_frame() == Ready()
@@ -87,7 +110,7 @@ def _read_ready_and_retiring(launcher: Launcher) -> None:
     while b"\n" not in data:
         data += launcher.channel.recv(4096)
     line, launcher.buffer = data.split(b"\n", 1)
-    assert decode_worker_frame(line + b"\n") == Retiring()
+    assert decode_worker_frame(line + b"\n") == (retiring or Retiring())
 
 
 def _assert_waiting(launcher: Launcher) -> None:

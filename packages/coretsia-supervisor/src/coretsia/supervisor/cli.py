@@ -73,7 +73,7 @@ def cmd_status(args: argparse.Namespace) -> ExitCode:
         response = _client(args.root).status()
     except (WorkerNotRunningError, WorkerAlreadyRunningError) as exc:
         return _not_live(exc, args.json)
-    output.summary(output.summary_fields(response.summary), as_json=args.json)
+    output.summary(output.status_fields(response), as_json=args.json)
     return ExitCode.OK
 
 

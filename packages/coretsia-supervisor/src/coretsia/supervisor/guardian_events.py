@@ -100,6 +100,8 @@ class GuardianEvents:
                 return
             if isinstance(frame, Spawned):
                 self._worker_pids[frame.slot] = frame.pid
+                if 0 <= frame.slot < len(self.pool.slots):
+                    self.pool.slots[frame.slot].pid = frame.pid  # for its resident memory
             elif isinstance(frame, HostStarted):
                 self._helper_pids.add(frame.pid)
             elif isinstance(frame, Exited):

@@ -45,20 +45,21 @@ so that application code never sees it. Elsewhere it only checks and removes.
 
 descriptors: the launcher writes worker-channel frames (newline-delimited JSON, see
 :mod:`coretsia.worker_protocol.worker_channel`, in the order
-:mod:`coretsia.worker_protocol.worker_conversation` allows) on the channel socket: ``ready`` (token
-``null``: the inherited descriptor proves who speaks) once ``assert_ready`` passed;
-``failed`` with a reason token before every exit with status 1 (except the parent-death
-case, when nobody is listening); ``retiring`` before a ``max_requests`` exit; with
-``heartbeat_timeout_ms`` in the generation, ``heartbeat`` from ``ready`` on, every third
-of it, from a thread of its own (:mod:`coretsia.supervisor.worker.heartbeat`). The stop
-descriptor becomes readable (EOF) when a cooperative stop is requested; the launcher and
-the task source wait on it with ``poll``/``select``, never by sleeping in a loop. Both
-descriptors are made non-inheritable, so processes the application spawns do not get them.
+:mod:`coretsia.worker_protocol.worker_conversation` allows) on the channel socket:
+``ready`` (token ``null``: the inherited descriptor proves who speaks) once
+``assert_ready`` passed; ``failed`` with a reason token before every exit with status 1
+(except the parent-death case, when nobody is listening); ``retiring`` before a
+``max_requests`` or ``max_memory_mb`` exit; with ``heartbeat_timeout_ms`` in the
+generation, ``heartbeat`` from ``ready`` on, every third of it, from a thread of its own
+(:mod:`coretsia.supervisor.worker.heartbeat`). The stop descriptor becomes readable
+(EOF) when a cooperative stop is requested; the launcher and the task source wait on it
+with ``poll``/``select``, never by sleeping in a loop. Both descriptors are made
+non-inheritable, so processes the application spawns do not get them.
 
 Exit statuses:
 
 ====  ==============================================================================
-0     clean: a cooperative stop, or ``retiring`` after ``max_requests``
+0     clean: a cooperative stop, or ``retiring`` after ``max_requests`` (or memory)
 1     failure: a ``failed`` frame with the reason was sent first (boot failures use the
       ``CORETSIA_WORKER_START_FAILED`` tokens, failures after ``ready`` the
       ``CORETSIA_WORKER_LIFECYCLE_FAILED`` ones); also the parent died before the
@@ -175,14 +176,17 @@ def _serve(
     if "heartbeat_timeout_ms" in spec:  # absent: off (a generation written by hand)
         reporter.heartbeat_timeout_ms = _count(spec, "heartbeat_timeout_ms", 0)
     workers = _count(spec, "workers", 0)
+    max_memory_mb = _count(spec, "max_memory_mb", 0) if "max_memory_mb" in spec else 0
     if slot < workers:
         _extend_path(root, spec.get("app_path"))
         max_requests = _count(spec, "max_requests", 1)
         from coretsia.supervisor.worker.tasks import serve_tasks
 
         stop = StopSignal.any_of(stop_fd, reporter.channel.fileno())
-        return serve_tasks(reporter, spec, slot, stop, generation, max_requests)
+        return serve_tasks(reporter, spec, slot, stop, generation, max_requests, max_memory_mb)
     stop = StopSignal(stop_fd)
+    if max_memory_mb:  # an entry retires past it as a task worker does: the grant stops it
+        stop = StopSignal.any_of(stop_fd, reporter.channel.fileno())
     processes = spec.get("processes")
     if processes is None:
         raise WorkerExit(EXIT_CONTRACT)  # no entries: the slot is past every task slot
@@ -190,7 +194,7 @@ def _serve(
 
     boot = EntryBoot(processes, slot - workers)  # a slot past every entry is a contract error
     _extend_path(root, spec.get("app_path"))
-    return boot.serve(reporter, spec, stop, generation)
+    return boot.serve(reporter, spec, stop, generation, max_memory_mb)
 
 
 def _count(spec: dict[str, object], key: str, low: int) -> int:

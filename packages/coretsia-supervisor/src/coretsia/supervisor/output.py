@@ -26,9 +26,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from coretsia.worker_protocol.control import PoolSummary
+    from coretsia.worker_protocol.control import PoolSummary, StatusResponse
 
-    Fields = Mapping[str, str | int | bool]
+    Value = str | int | bool | list[int | None]
+    Fields = Mapping[str, Value]
 
 
 def summary_fields(summary: PoolSummary) -> dict[str, str | int | bool]:
@@ -44,6 +45,19 @@ def summary_fields(summary: PoolSummary) -> dict[str, str | int | bool]:
         "endpoint_hash": summary.endpoint_hash,
         **({} if summary.containment is None else {"containment": summary.containment.value}),
     }
+
+
+def status_fields(response: StatusResponse) -> dict[str, Value]:
+    """The safe fields of a ``status`` answer: the summary, each slot's resident memory
+    and the recycle counts (those a supervisor that predates them leaves out)."""
+    fields: dict[str, Value] = dict(summary_fields(response.summary))
+    if response.slot_rss_kib is not None:
+        fields["slot_rss_kib"] = list(response.slot_rss_kib)
+    for key in ("recycles_max_requests", "recycles_max_memory"):
+        count = getattr(response, key)
+        if count is not None:
+            fields[key] = count
+    return fields
 
 
 def _checked(fields: Fields) -> Fields:
@@ -106,6 +120,10 @@ def _text(fields: Fields) -> str:
     ]
     if details:
         parts.append("(" + ", ".join(details) + ")")
+    rss = fields.get("slot_rss_kib")
+    if isinstance(rss, list) and any(size is not None for size in rss):
+        largest = max(size for size in rss if size is not None)
+        parts.append(f"largest worker {largest // 1024} MiB")
     return " ".join(parts)
 
 

@@ -20,6 +20,7 @@ from coretsia.worker_protocol.catalogue import HealthReason, Reason
 from coretsia.worker_protocol.control import HealthResponse, PoolSummary
 from coretsia.worker_protocol.exceptions import WorkerError
 from coretsia.worker_protocol.vocabulary import Containment, Driver, PoolStatus, Transport
+from coretsia.worker_protocol.worker_channel import RecycleCause
 
 
 class SlotState(enum.Enum):
@@ -53,6 +54,8 @@ class Slot:
     state: SlotState = SlotState.SPAWNING
     failed_reason: Reason | None = None
     retiring: bool = False
+    retire_cause: RecycleCause = RecycleCause.MAX_REQUESTS
+    """Why the current worker asked to retire (read once ``retiring``)."""
     started: bool = False
     """Some worker of this slot has been ready: for an entry, what ``start`` waits for."""
     settled: trio.Event = attrs.field(factory=trio.Event)
@@ -75,12 +78,15 @@ class Slot:
     """Consecutive short-lived workers of an entry: the back-off exponent."""
     unresponsive: bool = False
     """The current worker, ready, has been silent past ``heartbeat_timeout_ms``."""
+    pid: int | None = None
+    """The current worker's pid as the guardian reported it (``spawned`` to ``exited``)."""
 
     def renew(self, now: float) -> None:
         """Forget the previous worker: a new one is being spawned."""
         self.state = SlotState.SPAWNING
         self.failed_reason = None
         self.retiring = False
+        self.retire_cause = RecycleCause.MAX_REQUESTS
         self.settled = trio.Event()
         self.exited = trio.Event()
         self.exit_kind = ""
@@ -90,6 +96,7 @@ class Slot:
         self.spawned_at = now
         self.ready_at = None
         self.unresponsive = False
+        self.pid = None
 
 
 @attrs.define
@@ -106,6 +113,8 @@ class Pool:
     failure: WorkerError | None = None
     """The first failure; later ones are consequences and do not replace it."""
     stop_cause: StopCause | None = None
+    recycles: dict[RecycleCause, int] = attrs.field(factory=lambda: dict.fromkeys(RecycleCause, 0))
+    """Workers recycled (retired cleanly and replaced) over the pool's life, by cause."""
     started: trio.Event = attrs.field(factory=trio.Event)
     """Set once every slot has started (:attr:`all_started`): what ``start`` waits for."""
     _scopes: set[trio.CancelScope] = attrs.field(factory=set)

@@ -4,23 +4,33 @@ Off by default. When ``metrics_port`` is set, the supervisor serves its own fami
 Prometheus' text format on ``metrics_host`` (``127.0.0.1`` unless configured: in
 Kubernetes, the pod's IP or ``0.0.0.0`` for the scraper to reach it):
 
-======================  =======  =========================================================
-family                  type     meaning
-======================  =======  =========================================================
-``worker_process_total``  counter  seed 000's ``worker.process_total``, label ``status``
-                                   (``start_success``, ``start_failure``, ``stop_success``,
-                                   ``stop_failure``, ``status_success``, ``status_failure``)
-``worker_slots``          gauge    slots of the pool (task workers and process entries)
-``worker_ready_slots``    gauge    slots whose worker is ready now
-======================  =======  =========================================================
+====================================  =======  ==========================================
+family                                type     meaning
+====================================  =======  ==========================================
+``worker_process_total``              counter  seed 000's ``worker.process_total``, label
+                                               ``status`` (``start_success``,
+                                               ``start_failure``, ``stop_success``,
+                                               ``stop_failure``, ``status_success``,
+                                               ``status_failure``)
+``worker_slots``                      gauge    slots of the pool (task workers, entries)
+``worker_ready_slots``                gauge    slots whose worker is ready now
+``worker_recycles_total``             counter  workers retired cleanly and replaced,
+                                               label ``cause`` (``max-requests``,
+                                               ``max-memory``)
+``worker_resident_memory_bytes``      gauge    the workers' resident memory, summed
+``worker_resident_memory_max_bytes``  gauge    the largest worker's (what
+                                               ``max_memory_mb`` bounds)
+====================================  =======  ==========================================
 
 The counter is fed through the same :class:`~coretsia.supervisor.telemetry.Telemetry`
 as OpenTelemetry's (this module provides a meter), so the two can never disagree; a
 ``status`` series appears at its first count, and ``prometheus_client`` adds its usual
-``worker_process_created`` timestamps. The gauges read the live pool at scrape time.
-Nothing else is exposed: no worker index, pid, path, port or error reason (seed 000's
-forbidden labels), and no task families, which are produced in the workers (use
-``telemetry = "otel"`` for those).
+``worker_process_created`` timestamps. The gauges and the recycle counter read the live
+pool at scrape time (the memory from ``/proc``, see
+:mod:`~coretsia.supervisor.resident_memory`). Nothing else is exposed: no worker index,
+pid, path, port or error reason (seed 000's forbidden labels: so the memory is the sum
+and the largest, not one series per slot, which ``status --json`` lists), and no task
+families, which are produced in the workers (use ``telemetry = "otel"`` for those).
 
 ``prometheus_client`` (the ``prometheus`` extra) is imported only when the endpoint is
 configured; its absence is refused at start like a missing driver. The endpoint is bound
@@ -120,12 +130,29 @@ class _PoolCollector:
         self._pool = pool
 
     def collect(self) -> Iterator[Metric]:
-        from prometheus_client.core import GaugeMetricFamily
+        from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+        from coretsia.supervisor.resident_memory import slot_resident_bytes
 
         slots = len(self._pool.slots)  # fixed for the generation's life
         yield GaugeMetricFamily("worker_slots", "Worker slots of the pool", value=slots)
         yield GaugeMetricFamily(
             "worker_ready_slots", "Slots whose worker is ready", value=self._pool.ready_count
+        )
+        recycles = CounterMetricFamily(
+            "worker_recycles", "Workers retired cleanly and replaced", labels=("cause",)
+        )
+        for cause, count in self._pool.recycles.items():
+            recycles.add_metric((cause.value,), count)
+        yield recycles
+        sizes = [size for size in slot_resident_bytes(self._pool) if size is not None]
+        yield GaugeMetricFamily(
+            "worker_resident_memory_bytes", "Resident memory of the workers", value=sum(sizes)
+        )
+        yield GaugeMetricFamily(
+            "worker_resident_memory_max_bytes",
+            "Resident memory of the largest worker",
+            value=max(sizes, default=0),
         )
 
 

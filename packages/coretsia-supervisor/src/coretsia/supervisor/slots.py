@@ -93,7 +93,9 @@ class RetireTurns:
 
     A pool of N never has more than one slot out of service for a recycle, however the
     workers' request counts line up. The turn is held from the grant until the
-    replacement is ready (or the slot's task ends).
+    replacement is ready (or the slot's task ends). A process entry (``max_memory_mb``)
+    is granted at once and takes no turn: it serves no tasks, and one that is slow to
+    return to its stop must not keep the task workers from theirs.
     """
 
     def __init__(self) -> None:
@@ -102,6 +104,9 @@ class RetireTurns:
 
     def ask(self, slot: Slot) -> None:
         """``slot``'s worker sent ``retiring``: queue it and grant if nobody holds the turn."""
+        if slot.entry:
+            _grant(slot)
+            return
         self._waiting.append(slot)
         self._grant()
 
@@ -118,8 +123,12 @@ class RetireTurns:
             # asked, is passed over.
             if slot.state is SlotState.READY and slot.retiring:
                 self._holder = slot
-                slot.granted.set()
-                slot.news.set()
+                _grant(slot)
+
+
+def _grant(slot: Slot) -> None:
+    slot.granted.set()
+    slot.news.set()
 
 
 class Slots:
@@ -231,7 +240,7 @@ class Slots:
         await slot.news.wait()
         if slot.exited.is_set():
             return
-        event("worker.retired", slot=slot.index)
+        event("worker.retired", slot=slot.index, cause=slot.retire_cause.value)
         try:
             await channel.sock.send(channel.conversation.send_retire())
         except (OSError, trio.ClosedResourceError):
@@ -243,6 +252,7 @@ class Slots:
         if exit_kind == "signal-term":
             await trio.sleep(GROUP_SIGNAL_GRACE_S)  # the pool's own stop cancels us here
         if slot.retiring and exit_kind == "exit-0":
+            self._pool.recycles[slot.retire_cause] += 1
             return _Next.RECYCLE  # a clean retirement, even before every slot is ready
         if slot.entry and (slot.started or self._pool.status is not PoolStatus.STARTING):
             # Seed 003: a returning or failing entry is replaced; only a first boot that
@@ -329,6 +339,7 @@ class Slots:
             log_task_failure(slot.index, frame)
         elif isinstance(frame, Retiring):  # once per worker: the conversation sees to it
             slot.retiring = True
+            slot.retire_cause = frame.cause
             self._turns.ask(slot)
         elif isinstance(frame, ShutdownRequest):
             event("pool.shutdown_requested", slot=slot.index)
@@ -360,6 +371,7 @@ def mark_exited(pool: Pool, index: int, exit_kind: str) -> bool:
     slot = pool.slots[index]
     slot.state = SlotState.EXITED
     slot.exit_kind = exit_kind
+    slot.pid = None
     slot.settled.set()
     slot.exited.set()
     slot.news.set()

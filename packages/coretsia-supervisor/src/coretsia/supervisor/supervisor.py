@@ -42,6 +42,7 @@ from coretsia.supervisor.guardian_process import guardian_env
 from coretsia.supervisor.notify import Notifier
 from coretsia.supervisor.pool import Pool, StopCause
 from coretsia.supervisor.process.ipc_resources import PoolIpc
+from coretsia.supervisor.resident_memory import slot_resident_kib
 from coretsia.supervisor.runtime_files import RuntimeFiles
 from coretsia.supervisor.slots import Slots, mark_exited
 from coretsia.supervisor.telemetry import NO_TELEMETRY, Telemetry
@@ -67,6 +68,7 @@ from coretsia.worker_protocol.vocabulary import (
     PoolStatus,
     Transport,
 )
+from coretsia.worker_protocol.worker_channel import RecycleCause
 
 if TYPE_CHECKING:
     from coretsia.supervisor.prometheus import MetricsEndpoint
@@ -274,7 +276,13 @@ class Supervisor:
         event("control.served", logging.DEBUG, operation=command.value)
         if command is ControlCommand.HEALTH:
             return self._pool.health()
-        return StatusResponse(self._pool.summary())
+        pool = self._pool
+        return StatusResponse(
+            pool.summary(),
+            slot_resident_kib(pool),
+            pool.recycles[RecycleCause.MAX_REQUESTS],
+            pool.recycles[RecycleCause.MAX_MEMORY],
+        )
 
     @property
     def pool(self) -> Pool:

@@ -96,11 +96,34 @@ class PoolSummary(Frame):
         s.require(self.ready_worker_count <= self.worker_count, "ready_worker_count")
 
 
+MAX_COUNT: Final = 2**63 - 1
+"""Bound of a count in a ``status`` (far past any real one)."""
+
+MAX_RSS_KIB: Final = 2**32 - 1
+"""Bound of one slot's resident memory in a ``status`` (4 TiB): ten digits at most, so
+that 1024 slots' fit in one line (:data:`~coretsia.worker_protocol.MAX_FRAME_BYTES`)."""
+
+
 class StatusResponse(Frame):
-    """The answer to ``status``."""
+    """The answer to ``status``.
+
+    Beside the summary (each absent from a supervisor that predates it):
+    ``slot_rss_kib``, each slot's worker's resident memory in KiB, in slot order
+    (``null``: no worker there now, or unreadable); ``recycles_max_requests`` and
+    ``recycles_max_memory``, the workers recycled so far for each cause.
+    """
 
     TAG: ClassVar[str] = "status"
     summary: PoolSummary = field(kind=Spread(PoolSummary))
+    slot_rss_kib: tuple[int | None, ...] | None = field(
+        default=None, kind=s.Omissible(s.Array(s.Nullable(s.Int(0, MAX_RSS_KIB))))
+    )
+    recycles_max_requests: int | None = field(default=None, kind=s.Omissible(s.Int(0, MAX_COUNT)))
+    recycles_max_memory: int | None = field(default=None, kind=s.Omissible(s.Int(0, MAX_COUNT)))
+
+    def _check(self) -> None:  # one entry per slot
+        rss = self.slot_rss_kib
+        s.require(rss is None or len(rss) == self.summary.worker_count, "slot_rss_kib")
 
 
 class HealthResponse(Frame):

@@ -52,11 +52,15 @@ SAFE_FIELDS: Final = frozenset(
         "operation",
         "outcome",
         "duration_ms",
+        "slot_rss_kib",
+        "recycles_max_requests",
+        "recycles_max_memory",
     }
 )
 """Seed 000's safe public fields: the only ones any public output may carry.
 
-Plus ``containment``, the level in force (an extension: a bounded token, like ``driver``)."""
+Plus ``containment``, the level in force (an extension: a bounded token, like ``driver``),
+and ``status``'s memory and recycle counts (numbers: no index, pid or path)."""
 
 
 class PoolStatus(str, enum.Enum):

@@ -21,7 +21,9 @@ Frames, in the order a worker may send them:
 * ``retiring``: ``max_requests`` reached; the worker asks to retire, may take one more
   task while the request travels, then takes none until the supervisor answers
   ``retire`` (one slot recycles at a time), exits cleanly and the slot is recycled: at
-  most ``max_requests + 1`` attempts per worker process.
+  most ``max_requests + 1`` attempts per worker process. Its ``cause`` says why
+  (:class:`RecycleCause`): with ``max-memory`` (its resident memory passed
+  ``max_memory_mb``) the worker takes no other task while it waits.
 * ``shutdown-request``: the worker asks for the whole pool to stop (seed 003's
   ``pool.shutdown()``).
 * ``heartbeat``: the worker is alive and scheduled; sent after ``ready`` every third of
@@ -30,6 +32,8 @@ Frames, in the order a worker may send them:
 """
 
 from __future__ import annotations
+
+import enum
 
 from coretsia.worker_protocol import _strict as s
 from coretsia.worker_protocol._codec import Codec, Frame
@@ -112,10 +116,19 @@ def _is_type_name(name: str) -> bool:
     )
 
 
+class RecycleCause(str, enum.Enum):
+    """Why a worker asks to retire: what ``worker.retired`` and the recycle counts say."""
+
+    MAX_REQUESTS = "max-requests"
+    MAX_MEMORY = "max-memory"
+
+
 class Retiring(Frame):
-    """The worker reached ``max_requests`` and will exit cleanly to be replaced."""
+    """The worker reached ``max_requests`` (or ``max_memory_mb``) and will exit cleanly
+    to be replaced."""
 
     TAG: ClassVar[str] = "retiring"
+    cause: RecycleCause = field(default=RecycleCause.MAX_REQUESTS, kind=s.Choice(RecycleCause))
 
 
 class ShutdownRequest(Frame):

@@ -24,6 +24,7 @@ import attrs
 from coretsia.supervisor.config.rules import (
     LOOPBACK_HOST,
     MAX_HOOKS,
+    MAX_MEMORY_MB,
     MAX_REQUESTS,
     MIN_HEARTBEAT_TIMEOUT_MS,
     MIN_RESPAWN_INTERVAL_MS,
@@ -91,6 +92,9 @@ class WorkerSettings:
     """Task-worker slots, 0..MAX_WORKERS; 0 only in a pool of process entries alone."""
     max_requests: int = attrs.field(default=1000, validator=in_range(1, MAX_REQUESTS))
     """Units of work a worker runs before it exits cleanly and is recycled."""
+    max_memory_mb: int = attrs.field(default=0, validator=in_range(0, MAX_MEMORY_MB))
+    """Resident memory (MiB) past which a worker, after a task (an entry: when seen), is
+    recycled as at ``max_requests``; 0: off."""
     task_type: TaskType = TaskType.QUEUE
     """Which kind of task source the workers serve. An invalid one is seed 000's lifecycle
     failure, not a configuration error, so the converter checks it after everything else."""
@@ -351,6 +355,7 @@ class PoolConfig:
         return {
             "workers": worker.workers,
             "max_requests": worker.max_requests,
+            "max_memory_mb": worker.max_memory_mb,
             "task_type": worker.task_type.value,
             "task_source": worker.task_source,
             "source_options": self.source_options.as_dict(),

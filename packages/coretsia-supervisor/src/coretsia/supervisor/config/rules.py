@@ -54,6 +54,9 @@ __all__ = [
 MAX_REQUESTS: Final = 10_000_000
 """Largest ``max_requests``: a bound, so a typo of extra zeros is caught, not obeyed."""
 
+MAX_MEMORY_MB: Final = 1_048_576
+"""Largest ``max_memory_mb`` (1 TiB): a bound, so a typo of extra zeros is caught."""
+
 MAX_TARGET_CHARS: Final = 256
 """Longest accepted ``task_source``; it travels in the generation and in worker frames."""
 

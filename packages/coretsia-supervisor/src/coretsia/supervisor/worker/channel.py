@@ -112,12 +112,17 @@ class Reporter:
         if self.heartbeat_timeout_ms:
             from coretsia.supervisor.worker.heartbeat import beat_every
 
-            self._lock_sends()
-            # A fork (an application's multiprocessing child) copies the lock as it was,
-            # possibly held by the beating thread, which the child does not have.
-            os.register_at_fork(after_in_child=self._lock_sends)
+            self.share()
             heartbeat = Heartbeat()
             beat_every(self.heartbeat_timeout_ms, lambda: self.send(heartbeat))
+
+    def share(self) -> None:
+        """From now on another thread sends frames too: every frame under the lock."""
+        if self.lock is _UNLOCKED:
+            self._lock_sends()
+            # A fork (an application's multiprocessing child) copies the lock as it was,
+            # possibly held by the other thread, which the child does not have.
+            os.register_at_fork(after_in_child=self._lock_sends)
 
     def _lock_sends(self) -> None:
         import _thread
@@ -200,12 +205,13 @@ class Retirement:
         if self._reporter.conversation.asked:
             self._listen(on)
 
-    def request(self) -> None:
-        """Send ``retiring``, once."""
+    def request(self, *, over_memory: bool = False) -> None:
+        """Send ``retiring``, once; its cause is ``max-memory`` if ``over_memory``."""
         if not self._reporter.conversation.asked:
-            from coretsia.worker_protocol.worker_channel import Retiring
+            from coretsia.worker_protocol.worker_channel import RecycleCause, Retiring
 
-            self._reporter.send(Retiring())
+            cause = RecycleCause.MAX_MEMORY if over_memory else RecycleCause.MAX_REQUESTS
+            self._reporter.send(Retiring(cause))
 
     def wait(self, stop_fileno: int) -> None:
         """Block until the supervisor's answer (or its end) arrives or a stop is requested.

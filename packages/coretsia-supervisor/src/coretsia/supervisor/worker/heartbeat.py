@@ -53,10 +53,14 @@ BEATS_PER_TIMEOUT: Final = 3
 def beat_every(timeout_ms: int, beat: Callable[[], bool]) -> None:
     """Call ``beat`` now and every ``timeout_ms / 3`` on a thread of its own, until it
     returns False (the channel closed, or nobody listens any more)."""
-    interval_s = timeout_ms / 1000 / BEATS_PER_TIMEOUT
+    start_quiet_thread(_beating, beat, timeout_ms / 1000 / BEATS_PER_TIMEOUT)
+
+
+def start_quiet_thread(function: Callable[..., None], *args: object) -> None:
+    """Run ``function(*args)`` on a new thread that blocks every signal (see above)."""
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())  # inherited
     try:
-        _thread.start_new_thread(_beating, (beat, interval_s))
+        _thread.start_new_thread(function, args)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 

@@ -40,6 +40,10 @@ descriptor also watches the channel (Linux), the answer wakes a source idle in
 ``receive`` like a stop, and the loop's top tells the two apart. The request and the
 grant travel through :class:`~coretsia.supervisor.worker.channel.Retirement`.
 
+With ``max_memory_mb`` on, the worker also reads its resident memory after each task
+(:mod:`.memory`); past the limit it sends ``retiring`` with the cause ``max-memory`` and
+takes no other task before its turn: the task that grew it is its last one.
+
 Imported on the worker boot path: at load time only the worker package and the
 telemetry's no-op default (no ``typing``, no third-party module).
 """
@@ -55,6 +59,7 @@ if TYPE_CHECKING:
 
     from coretsia.supervisor.telemetry import Telemetry
     from coretsia.supervisor.worker.channel import Retirement
+    from coretsia.supervisor.worker.memory import MemoryLimit
     from coretsia.worker_protocol.task_source import Task, TaskSource, TaskSourceContext
 
 
@@ -145,18 +150,20 @@ def work(
     retirement: Retirement,
     telemetry: Telemetry = NO_TELEMETRY,
     on_failure: Callable[[Task, Exception], None] = lambda _task, _error: None,
+    memory: MemoryLimit | None = None,
 ) -> int:
     """Serve tasks until a cooperative stop or a granted retirement; returns 0."""
     attempts = 0
+    over_memory = False
     while True:
         # The grant first: where it also wakes the stop descriptor, it must still be read
         # before the exit (a frame left unread turns our close into a connection reset).
-        if attempts >= max_requests:
+        if attempts >= max_requests or over_memory:
             if not context.stopping:
-                retirement.request()
+                retirement.request(over_memory=over_memory)
             if retirement.granted():
                 break
-            if attempts > max_requests and not context.stopping:
+            if (attempts > max_requests or over_memory) and not context.stopping:
                 # The one attempt allowed while the request travels is spent: no other
                 # task is taken before the turn (or a stop) comes.
                 retirement.wait(context.stop_fileno())
@@ -178,4 +185,5 @@ def work(
         failed = run_unit(task, hooks, telemetry, context.task_type)
         if failed is not None:
             on_failure(task, failed)
+        over_memory = memory is not None and memory.exceeded()
     return EXIT_OK

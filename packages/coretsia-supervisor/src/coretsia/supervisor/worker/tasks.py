@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from coretsia.supervisor.telemetry import Telemetry
     from coretsia.supervisor.worker.channel import Reporter
     from coretsia.supervisor.worker.loop import Hooks
+    from coretsia.supervisor.worker.memory import MemoryLimit
     from coretsia.worker_protocol.task_source import TaskSource
 
 
@@ -84,6 +85,7 @@ def serve_tasks(
     stop: StopSignal,
     generation: str,
     max_requests: int,
+    max_memory_mb: int = 0,
 ) -> int:
     """Resolve the task source, report ready, run the sequential loop."""
     from coretsia.supervisor.runtime_guard import check_runtime_entrypoint
@@ -109,7 +111,17 @@ def serve_tasks(
         Retirement(reporter, stop.listen),
         _telemetry(spec.get("telemetry")),
         reporter.task_failed,
+        _memory_limit(max_memory_mb),
     )
+
+
+def _memory_limit(max_memory_mb: int) -> MemoryLimit | None:
+    """The limit, with its module imported only when it is on."""
+    if not max_memory_mb:
+        return None
+    from coretsia.supervisor.worker.memory import MemoryLimit
+
+    return MemoryLimit(max_memory_mb)
 
 
 def _telemetry(mode: object) -> Telemetry:

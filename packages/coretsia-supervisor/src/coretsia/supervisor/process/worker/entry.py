@@ -12,6 +12,10 @@ Exit status, which the supervisor reads as "replace this entry" while the pool r
 * 0: ``execute`` returned;
 * 1: ``execute`` raised (with ``debug = true`` the traceback goes to stderr: unsafe, for
   development), or the entry could not be rebuilt (a ``failed`` frame first);
+* 0 too when, with ``max_memory_mb`` on, its resident memory passed the limit: a thread
+  of the worker looks (:mod:`coretsia.supervisor.worker.memory`), sends ``retiring``
+  (cause ``max-memory``), and the supervisor's ``retire`` makes ``pool.stopping`` true,
+  so the entry returns as at a stop and the supervisor recycles the slot;
 * SIGTERM: the guardian's terminate phase arrived. It is turned into an exception in the
   entry first (:class:`Terminated` for a plain entry, cancellation for an async one), so
   its ``finally`` blocks run; then the worker ends by the signal, as it would have.
@@ -38,7 +42,7 @@ if TYPE_CHECKING:
     from coretsia.supervisor.process.record import SnapshotEntry
     from coretsia.supervisor.process.worker.ipc_endpoint import Endpoint
     from coretsia.supervisor.stop_signal import StopSignal
-    from coretsia.supervisor.worker.channel import Reporter
+    from coretsia.supervisor.worker.channel import Reporter, Retirement
 
 
 __all__ = ["EntryBoot", "Terminated"]
@@ -75,9 +79,18 @@ class EntryBoot:
         self.workers = len(entries)
 
     def serve(
-        self, reporter: Reporter, spec: dict[str, object], stop: StopSignal, generation: str
+        self,
+        reporter: Reporter,
+        spec: dict[str, object],
+        stop: StopSignal,
+        generation: str,
+        max_memory_mb: int = 0,
     ) -> int:
-        """Rebuild the entry, report ready, run it; return the exit status."""
+        """Rebuild the entry, report ready, run it; return the exit status.
+
+        With ``max_memory_mb``, ``stop`` also watches the channel, for the grant of the
+        retirement :func:`_retire_past` asks for.
+        """
         entry = self.entry
         loop = spec.get("event_loop", "asyncio")
         if entry.enable_async and loop not in EVENT_LOOPS:  # before any application code
@@ -91,6 +104,7 @@ class EntryBoot:
         pool = WorkerPool(entry.worker_id, entry.name, generation, stop, reporter, endpoint)
         pool._install()
         reporter.report_ready()
+        retirement = _retire_past(max_memory_mb, reporter, stop) if max_memory_mb else None
         try:
             if entry.enable_async:
                 terminated = _run_async(run, pool, entry.worker_id, str(loop))
@@ -107,6 +121,8 @@ class EntryBoot:
             return EXIT_FAILURE
         if terminated:
             _die_of_sigterm()
+        if retirement is not None:
+            retirement.granted()  # read, if it came: a frame left unread resets the close
         return 0
 
     def _endpoint(self, record: object) -> Endpoint | None:
@@ -116,6 +132,23 @@ class EntryBoot:
         from coretsia.supervisor.process.worker.ipc_endpoint import open_endpoint
 
         return open_endpoint(self.ipc_type, record, self.entry.worker_id, self.workers)
+
+
+def _retire_past(max_memory_mb: int, reporter: Reporter, stop: StopSignal) -> Retirement:
+    """Watch this worker's memory; past the limit, ask to retire, and let the grant stop
+    the entry (``pool.stopping`` turns true): it returns and a fresh worker replaces it."""
+    from coretsia.supervisor.worker.channel import Retirement
+    from coretsia.supervisor.worker.memory import MemoryLimit, watch_memory
+
+    retirement = Retirement(reporter, stop.listen)
+
+    def over() -> None:
+        retirement.request(over_memory=True)
+        retirement.listening(on=True)
+
+    reporter.share()  # the watch's thread sends the request
+    watch_memory(MemoryLimit(max_memory_mb), over)
+    return retirement
 
 
 def _prepare_main(main: object) -> None:
