@@ -133,8 +133,8 @@ class TestCatalogueShape:
 
 class TestExitCodes:
     def test_values(self) -> None:
-        """The exit codes are exactly 0, 1, 2, 3, 4 and 6."""
-        assert sorted(int(c) for c in ExitCode) == [0, 1, 2, 3, 4, 6]
+        """The exit codes are exactly 0, 1, 2, 3, 4, 6 and 8."""
+        assert sorted(int(c) for c in ExitCode) == [0, 1, 2, 3, 4, 6, 8]
 
     def test_none_is_reserved_by_the_shell(self) -> None:
         """No exit code is negative or 126 and above."""

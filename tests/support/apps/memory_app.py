@@ -13,7 +13,7 @@ from lifecycle_app import Task  # type: ignore[import-not-found]  # the root's c
 STEP = 50 * 1024 * 1024
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
-_held = []
+_held: list[bytearray] = []
 
 
 def _grow(tag):
