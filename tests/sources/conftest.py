@@ -72,12 +72,7 @@ def pg_server() -> Iterator[PgServer]:
             "no PostgreSQL binaries (initdb, pg_ctl) in /usr/lib/postgresql/*/bin or on PATH: "
             "install Debian's postgresql package to run the PostgreSQL tests"
         )
-    server = PgServer(bindir)
-    try:
-        server.start()
-        yield server
-    finally:
-        server.remove()
+    yield from _running_server(bindir)
 
 
 @pytest.fixture(scope="module")
@@ -86,6 +81,11 @@ def own_pg_module_server() -> Iterator[PgServer]:
     bindir = find_bindir()
     if bindir is None:
         pytest.skip("no PostgreSQL binaries (see the pg_server fixture)")
+    yield from _running_server(bindir)
+
+
+def _running_server(bindir: Path) -> Iterator[PgServer]:
+    """A new server, started, and removed at the end."""
     server = PgServer(bindir)
     try:
         server.start()

@@ -14,13 +14,21 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import psycopg
 import pytest
 from commands import ANY_QUEUE_CLI, run_process
 from pg_server import PgServer
-from pools import Supervisors, assert_failed, cli, install_app, wait_for, write_root
+from pools import (
+    Supervisor,
+    Supervisors,
+    assert_failed,
+    cli,
+    install_app,
+    wait_for,
+    write_root,
+)
 
 from coretsia.sources._pg_connection import QueueUnavailableError
 from coretsia.sources._pg_worker_source import MAX_RETRY_SECONDS, PostgresSource, PostgresTask
@@ -32,19 +40,23 @@ from coretsia.worker_protocol.catalogue import SourceFault
 
 
 @pytest.fixture
-def build(
-    own_pg_dsn: str, handlers: str, make_context: Callable[..., Any]
-) -> Iterator[Callable[..., PostgresSource]]:
-    built: list[PostgresSource] = []
+def reconnect_timeout_ms() -> int:
+    """The source's option (a test parametrizes it to change it)."""
+    return 30_000
 
-    def make(**options: object) -> PostgresSource:
-        settings = {"dsn": own_pg_dsn, "handler": f"{handlers}:record", **options}
-        built.append(make_source(make_context(settings)))
-        return built[-1]
 
-    yield make
-    for source in built:
-        source.close()
+@pytest.fixture
+def source(
+    own_pg_dsn: str, handlers: str, make_context: Callable[..., Any], reconnect_timeout_ms: int
+) -> Iterator[PostgresSource]:
+    """One source of the test's database (30 s leases), on a fake context that records
+    what the source reports."""
+    options = {"reconnect_timeout_ms": reconnect_timeout_ms}
+    built = make_source(
+        make_context({"dsn": own_pg_dsn, "handler": f"{handlers}:record", **options})
+    )
+    yield built
+    built.close()
 
 
 @pytest.fixture
@@ -72,9 +84,8 @@ def received(source: PostgresSource, within: float = 10) -> PostgresTask | None:
 
 
 def test_an_idle_source_reconnects_after_a_restart_and_says_so(
-    build, producer, own_pg_server: PgServer
+    source: PostgresSource, producer, own_pg_server: PgServer
 ) -> None:
-    source = build()
     own_pg_server.restart()
     producer().enqueue(["after"])
     task = received(source)
@@ -85,10 +96,9 @@ def test_an_idle_source_reconnects_after_a_restart_and_says_so(
 
 
 def test_a_task_held_through_a_restart_is_acknowledged_with_its_lease(
-    build, producer, own_pg_server: PgServer
+    source: PostgresSource, producer, own_pg_server: PgServer
 ) -> None:
     """Its lease (30 s) outlives the outage: the same lease settles it, once."""
-    source = build()
     producer().enqueue(["held"])
     task = received(source)
     assert task is not None
@@ -100,11 +110,10 @@ def test_a_task_held_through_a_restart_is_acknowledged_with_its_lease(
 
 @pytest.mark.parametrize("settle", ["complete", "fail"])
 def test_a_lease_taken_meanwhile_is_reported_and_not_settled_again(
-    build, producer, own_pg_server: PgServer, own_pg_dsn: str, settle: str
+    source: PostgresSource, producer, own_pg_server: PgServer, own_pg_dsn: str, settle: str
 ) -> None:
     """While the server was down, another worker took the message (its lease expired):
     the settlement after the return finds the lease gone, reports it, raises nothing."""
-    source = build()
     producer().enqueue(["taken"])
     task = received(source)
     assert task is not None
@@ -120,10 +129,10 @@ def test_a_lease_taken_meanwhile_is_reported_and_not_settled_again(
     assert producer().stats() == {"pending": 0, "in_flight": 1, "done": 0, "failed": 0}
 
 
+@pytest.mark.parametrize("reconnect_timeout_ms", [300])
 def test_an_outage_past_the_reconnect_timeout_is_raised_with_its_fault(
-    build, own_pg_server: PgServer
+    source: PostgresSource, own_pg_server: PgServer
 ) -> None:
-    source = build(reconnect_timeout_ms=300)
     own_pg_server.stop()
     began = time.monotonic()
     with pytest.raises(QueueUnavailableError) as caught:
@@ -133,8 +142,9 @@ def test_an_outage_past_the_reconnect_timeout_is_raised_with_its_fault(
     assert source._context.reports == ["unavailable unreachable"]
 
 
-def test_a_stop_during_an_outage_ends_the_receive(build, own_pg_server: PgServer) -> None:
-    source = build()
+def test_a_stop_during_an_outage_ends_the_receive(
+    source: PostgresSource, own_pg_server: PgServer
+) -> None:
     own_pg_server.stop()
     assert received(source, within=0.3) is None
     assert source._context.reports == ["unavailable unreachable"]
@@ -204,13 +214,27 @@ def events(supervisor_logs: list[dict[str, Any]], name: str) -> list[dict[str, A
     return [entry for entry in supervisor_logs if entry["event"] == name]
 
 
-@pytest.mark.slow
-def test_a_fast_restart_during_a_drain_is_ridden_out(
+class Draining(NamedTuple):
+    root: Path
+    pool: Supervisor
+    url: str
+
+
+@pytest.fixture
+def draining(
     short_root: Path, supervisors: Supervisors, own_pg_server: PgServer, own_pg_dsn: str
-) -> None:
+) -> Draining:
+    """A pool of three workers, a tenth of the way through the messages."""
     root = configure(short_root, own_pg_dsn)
     pool = supervisors.running(root, "--log-format", "json")
-    url = drain(root, own_pg_server, own_pg_dsn)
+    return Draining(root, pool, drain(root, own_pg_server, own_pg_dsn))
+
+
+@pytest.mark.slow
+def test_a_fast_restart_during_a_drain_is_ridden_out(
+    draining: Draining, own_pg_server: PgServer
+) -> None:
+    root, pool, url = draining
     own_pg_server.restart()  # pg_ctl stop -m fast, then start
     assert_all_done_at_most_one_twice_per_worker(root, url)
     assert pool.proc.poll() is None  # the pool never exited
@@ -224,11 +248,9 @@ def test_a_fast_restart_during_a_drain_is_ridden_out(
 
 @pytest.mark.slow
 def test_a_5_s_stop_during_a_drain_fails_health_and_work_resumes_within_1_s(
-    short_root: Path, supervisors: Supervisors, own_pg_server: PgServer, own_pg_dsn: str
+    draining: Draining, own_pg_server: PgServer
 ) -> None:
-    root = configure(short_root, own_pg_dsn)
-    pool = supervisors.running(root, "--log-format", "json")
-    url = drain(root, own_pg_server, own_pg_dsn)
+    root, pool, url = draining
     own_pg_server.stop()
     down = time.monotonic()
 
