@@ -14,11 +14,12 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import psycopg
 import pytest
 from commands import ANY_QUEUE_CLI, run_process
+from fake_context import FakeContext
 from pg_server import PgServer
 from pools import (
     Supervisor,
@@ -73,6 +74,11 @@ def producer(own_pg_dsn: str) -> Iterator[Callable[[], PostgresQueue]]:
         queue.close()
 
 
+def reports(source: PostgresSource) -> list[str]:
+    """What the source reported to its (fake) context, in order."""
+    return cast("FakeContext", source._context).reports
+
+
 def received(source: PostgresSource, within: float = 10) -> PostgresTask | None:
     """The next task, or None if a stop had to be requested after ``within`` seconds."""
     timer = threading.Timer(within, source._context.stop)  # type: ignore[attr-defined]
@@ -92,7 +98,7 @@ def test_an_idle_source_reconnects_after_a_restart_and_says_so(
     assert task is not None
     assert task.message.payload == "after"
     task.complete(None)
-    assert source._context.reports == ["unavailable unreachable", "available"]
+    assert reports(source) == ["unavailable unreachable", "available"]
 
 
 def test_a_task_held_through_a_restart_is_acknowledged_with_its_lease(
@@ -105,7 +111,7 @@ def test_a_task_held_through_a_restart_is_acknowledged_with_its_lease(
     own_pg_server.restart()
     task.complete(None)
     assert producer().stats() == {"pending": 0, "in_flight": 0, "done": 1, "failed": 0}
-    assert source._context.reports == ["unavailable unreachable", "available"]
+    assert reports(source) == ["unavailable unreachable", "available"]
 
 
 @pytest.mark.parametrize("settle", ["complete", "fail"])
@@ -125,7 +131,7 @@ def test_a_lease_taken_meanwhile_is_reported_and_not_settled_again(
     else:
         task.fail(RuntimeError("boom"))
         assert task.retried is None  # not this worker's to know
-    assert source._context.reports == ["unavailable unreachable", "available", "lease-lost"]
+    assert reports(source) == ["unavailable unreachable", "available", "lease-lost"]
     assert producer().stats() == {"pending": 0, "in_flight": 1, "done": 0, "failed": 0}
 
 
@@ -139,7 +145,7 @@ def test_an_outage_past_the_reconnect_timeout_is_raised_with_its_fault(
         source.receive()
     assert time.monotonic() - began >= 0.3
     assert caught.value.fault is SourceFault.UNREACHABLE
-    assert source._context.reports == ["unavailable unreachable"]
+    assert reports(source) == ["unavailable unreachable"]
 
 
 def test_a_stop_during_an_outage_ends_the_receive(
@@ -147,7 +153,7 @@ def test_a_stop_during_an_outage_ends_the_receive(
 ) -> None:
     own_pg_server.stop()
     assert received(source, within=0.3) is None
-    assert source._context.reports == ["unavailable unreachable"]
+    assert reports(source) == ["unavailable unreachable"]
 
 
 # -- real pools ------------------------------------------------------------------------------

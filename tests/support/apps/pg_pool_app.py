@@ -1,8 +1,8 @@
 """The handler of the postgres source pool tests (``pg_pool_app:handle``).
 
 Each call is logged as ``<pid> <payload> <time.monotonic()>`` in ``handled.log`` of the
-root (the worker's working directory), one write a line; while the root has a file ``hang``, the handler
-blocks (a task in flight that a test can kill its pool under).
+root (the worker's working directory), one write a line; while the root has a file
+``hang``, the handler blocks (a task in flight that a test can kill its pool under).
 """
 
 import os
