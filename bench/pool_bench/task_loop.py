@@ -60,9 +60,10 @@ def scenario_task_loop(results: Results, runs: int, count: int = 200_000) -> Non
         read_end, write_end = os.pipe()
         ours, theirs = socket.socketpair()
         try:
-            context = SourceContext("queue", 0, StopSignal(read_end), "bench", {})
+            reporter = Reporter(ours)
+            context = SourceContext("queue", 0, StopSignal(read_end), "bench", {}, reporter)
             source = _MemorySource(count, lambda: os.close(write_end))
-            retirement = Retirement(Reporter(ours))
+            retirement = Retirement(reporter)
             started = time.perf_counter()
             work(source, context, count + 1, hooks, retirement)
             return time.perf_counter() - started

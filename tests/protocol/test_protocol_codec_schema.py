@@ -27,7 +27,7 @@ from codec_samples import (
 )
 from frame_checks import Codec, echoes, obj_of, reject
 
-from coretsia.worker_protocol.catalogue import HealthReason, Reason
+from coretsia.worker_protocol.catalogue import HealthReason, Reason, SourceFault
 from coretsia.worker_protocol.control import (
     CONTROL_VERSION,
     Challenge,
@@ -42,7 +42,13 @@ from coretsia.worker_protocol.control import (
 )
 from coretsia.worker_protocol.state import decode_state
 from coretsia.worker_protocol.vocabulary import ControlCommand, ShutdownPhase
-from coretsia.worker_protocol.worker_channel import Failed, Ready, TaskFailed, decode_worker_frame
+from coretsia.worker_protocol.worker_channel import (
+    Failed,
+    Ready,
+    SourceUnavailable,
+    TaskFailed,
+    decode_worker_frame,
+)
 
 
 class TestUnknownKey:
@@ -132,6 +138,8 @@ WRONG_TYPES: list[tuple[Codec, Any, str, Any]] = [
     (WORKER, Ready(TOKEN), "token", 1),
     (WORKER, Ready(TOKEN), "token", False),
     (WORKER, Failed(Reason.CHILD_EXITED), "reason", 1),
+    (WORKER, Failed(Reason.TASK_SOURCE_NOT_READY, SourceFault.PERMISSION), "fault", 1),
+    (WORKER, SourceUnavailable(SourceFault.UNREACHABLE), "fault", None),
     (WORKER, TaskFailed("ValueError", 2, retried=True), "error_type", 1),
     (WORKER, TaskFailed("ValueError", 2, retried=True), "attempt", "3"),
     (WORKER, TaskFailed("ValueError", 2, retried=True), "attempt", True),

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from coretsia.worker_protocol.catalogue import ConfigRule
+from coretsia.worker_protocol.catalogue import ConfigRule, SourceFault
 from coretsia.worker_protocol.endpoint import ENDPOINT_KEY_BYTES, endpoint_hash
 from coretsia.worker_protocol.lifecycle import (
     CANONICAL_PATHS,
@@ -22,6 +22,7 @@ from coretsia.worker_protocol.task_source import (
     TaskSource,
     TaskSourceContext,
     TaskSourceOptionError,
+    TaskSourceUnavailableError,
 )
 from coretsia.worker_protocol.vocabulary import Transport
 
@@ -197,6 +198,15 @@ class GoodContext:
     def wait_for_stop(self, timeout: float | None) -> bool:
         return False
 
+    def report_unavailable(self, fault: SourceFault) -> None:
+        pass
+
+    def report_available(self) -> None:
+        pass
+
+    def report_lease_lost(self) -> None:
+        pass
+
 
 class TestTaskSourceProtocols:
     def test_minimal_source_is_a_task_source(self) -> None:
@@ -222,6 +232,28 @@ class TestTaskSourceProtocols:
     def test_plain_object_is_nothing(self) -> None:
         """A bare object satisfies none of the Protocols."""
         assert not isinstance(object(), (TaskSource, Task, TaskSourceContext))
+
+
+class TestTaskSourceUnavailableError:
+    def test_fault_and_message(self) -> None:
+        """A ConnectionError with a fault of the closed vocabulary (its token accepted)."""
+        error = TaskSourceUnavailableError("missing-database")
+        assert error.fault is SourceFault.MISSING_DATABASE
+        assert isinstance(error, ConnectionError)
+        assert str(error) == "the task source is unavailable: missing-database"
+        assert str(TaskSourceUnavailableError("permission", "no grant")) == "no grant"
+
+    def test_free_text_is_not_a_fault(self) -> None:
+        with pytest.raises(ValueError, match="is not a valid SourceFault"):
+            TaskSourceUnavailableError("host db.internal refused")
+
+    def test_pickles(self) -> None:
+        clone = pickle.loads(pickle.dumps(TaskSourceUnavailableError("unreachable", "gone")))
+        assert (type(clone), clone.fault, str(clone)) == (
+            TaskSourceUnavailableError,
+            SourceFault.UNREACHABLE,
+            "gone",
+        )
 
 
 class TestTaskSourceOptionError:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.catalogue import Reason, SourceFault
 from coretsia.worker_protocol.exceptions import (
     LocalProtocolError,
     ProtocolError,
@@ -24,7 +24,10 @@ from coretsia.worker_protocol.worker_channel import (
     Retire,
     Retiring,
     ShutdownRequest,
+    SourceAvailable,
+    SourceUnavailable,
     TaskFailed,
+    TaskLeaseLost,
     WorkerFrame,
     encode_retire,
     encode_worker_frame,
@@ -40,6 +43,12 @@ ANY_TIME: tuple[WorkerFrame, ...] = (
     Failed(Reason.CHILD_START_FAILED),
     TaskFailed("ValueError", 1, retried=True),
     ShutdownRequest(),
+    TaskLeaseLost(),
+)
+AFTER_READY: tuple[WorkerFrame, ...] = (
+    Heartbeat(),
+    SourceUnavailable(SourceFault.UNREACHABLE),
+    SourceAvailable(),
 )
 
 
@@ -97,13 +106,21 @@ class TestSupervisorEnd:
         conversation.send_retire()
         assert received(conversation, Heartbeat()) == [Heartbeat()]
 
-    def test_heartbeat_before_ready_is_a_readiness_failure(self) -> None:
-        """A booting worker has nothing to beat for: worker-readiness-invalid."""
+    @pytest.mark.parametrize("frame", AFTER_READY, ids=lambda f: type(f).__name__)
+    def test_after_ready_frames_before_ready_are_a_readiness_failure(
+        self, frame: WorkerFrame
+    ) -> None:
+        """A booting worker has nothing to beat for, and its source's outage is its
+        assert_ready's business: worker-readiness-invalid; after ready, any number."""
         conversation = SupervisorConversation()
         with pytest.raises(RemoteProtocolError) as info:
-            received(conversation, Heartbeat(), Ready())
+            received(conversation, frame, Ready())
         assert info.value.reason is Reason.FRAME_UNEXPECTED
         assert conversation.failure().reason is Reason.READINESS_INVALID
+        ready = SupervisorConversation()
+        assert received(ready, Ready(), frame, frame) == [Ready(), frame, frame]
+        with pytest.raises(LocalProtocolError):
+            WorkerConversation().send(frame)
 
     def test_close_between_frames(self) -> None:
         """The worker's end of stream between frames is CLOSED."""

@@ -72,12 +72,42 @@ def pg_server() -> Iterator[PgServer]:
             "no PostgreSQL binaries (initdb, pg_ctl) in /usr/lib/postgresql/*/bin or on PATH: "
             "install Debian's postgresql package to run the PostgreSQL tests"
         )
+    yield from _running_server(bindir)
+
+
+@pytest.fixture(scope="module")
+def own_pg_module_server() -> Iterator[PgServer]:
+    """A server of the module's own, for tests that stop and restart it."""
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip("no PostgreSQL binaries (see the pg_server fixture)")
+    yield from _running_server(bindir)
+
+
+def _running_server(bindir: Path) -> Iterator[PgServer]:
+    """A new server, started, and removed at the end."""
     server = PgServer(bindir)
     try:
         server.start()
         yield server
     finally:
         server.remove()
+
+
+@pytest.fixture
+def own_pg_server(own_pg_module_server: PgServer) -> PgServer:
+    """The module's own server, running (a test before may have left it stopped)."""
+    if not own_pg_module_server.running:
+        own_pg_module_server.start()
+    return own_pg_module_server
+
+
+@pytest.fixture
+def own_pg_dsn(own_pg_server: PgServer) -> str:
+    """A fresh database on the module's own server."""
+    name = f"own{next(_databases)}"
+    own_pg_server.create_database(name)
+    return own_pg_server.dsn(name)
 
 
 _databases = itertools.count()

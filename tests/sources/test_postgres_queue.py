@@ -10,10 +10,13 @@ import psycopg
 import pytest
 from pg_server import PgServer
 
+from coretsia.sources._pg_connection import QueueUnavailableError
 from coretsia.sources._pg_schema import MIGRATIONS_TABLE, SCHEMA_VERSION
 from coretsia.sources._queue_messages import INTERRUPTED
 from coretsia.sources.postgres_queue import PostgresQueue
 from coretsia.sources.sqlite_queue import LeaseLostError, QueueError
+from coretsia.worker_protocol.catalogue import SourceFault
+from coretsia.worker_protocol.task_source import TaskSourceUnavailableError
 
 LEASE_MS = 200
 
@@ -173,10 +176,50 @@ def test_errors_never_show_the_connection_string(pg_server: PgServer) -> None:
     dsn = f"{pg_server.dsn('no_such_database')} password={secret} application_name={secret}"
     with pytest.raises(QueueError) as caught:
         PostgresQueue(dsn)
-    assert str(caught.value) == "cannot use the queue database: the connection failed"
+    assert str(caught.value) == "cannot use the queue database: the database does not exist"
     assert caught.value.__cause__ is None
     assert caught.value.__suppress_context__
     assert "no_such_database" not in repr(caught.value)
+    assert secret not in repr(caught.value)
+
+
+@pytest.fixture(scope="module")
+def locked_out(pg_server: PgServer) -> str:
+    """A database ``locked`` (no CONNECT for PUBLIC) holding a queue, and two roles:
+    ``idle_role`` may connect to ``postgres`` and nothing more there."""
+    pg_server.create_database("locked")
+    with psycopg.connect(pg_server.dsn(), autocommit=True) as conn:
+        conn.execute("REVOKE CONNECT ON DATABASE locked FROM PUBLIC")
+        conn.execute("CREATE ROLE idle_role LOGIN")
+    PostgresQueue(pg_server.dsn()).close()  # the queue's tables, owned by the superuser
+    return "locked"
+
+
+@pytest.mark.parametrize(
+    ("dsn", "fault", "says"),
+    [
+        ("host={sock} dbname=postgres user=no_such_role", "authentication", "the server refused"),
+        ("host={sock} dbname=no_such_db user=coretsia", "missing-database", "the database does"),
+        ("host={sock}/gone dbname=postgres user=coretsia", "unreachable", "the server is unr"),
+        ("host={sock} dbname=locked user=idle_role", "permission", "permission denied"),
+        ("host={sock} dbname=postgres user=idle_role", "permission", "permission denied"),
+    ],
+    ids=["wrong-role", "missing-database", "stopped-server", "no-connect", "no-privilege"],
+)
+def test_a_connection_failure_says_which_kind_it_is(
+    pg_server: PgServer, locked_out: str, dsn: str, fault: str, says: str
+) -> None:
+    """The role without privileges connects, and is refused its first statement; the
+    other four never connect. None of it names the role, the database or the socket."""
+    with pytest.raises(QueueUnavailableError) as caught:
+        PostgresQueue(dsn.format(sock=pg_server.socket_dir), create=False)
+    assert caught.value.fault is SourceFault(fault)
+    assert isinstance(caught.value, TaskSourceUnavailableError)
+    text = str(caught.value)
+    assert text.startswith(f"cannot use the queue database: {says}")
+    for secret in ("no_such", "idle_role", "locked", str(pg_server.socket_dir)):
+        assert secret not in text
+    assert caught.value.__cause__ is None
 
 
 @pytest.mark.parametrize("dsn", ["host=x y s3cret", "postgresql://%zz@h/s3cret"])

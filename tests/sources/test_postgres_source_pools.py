@@ -1,5 +1,6 @@
 """The ``postgres`` source in real pools: two roots (as two machines) on one queue, a pool
-SIGKILLed whole, the server restarted under a pool, option errors and the secret dsn.
+SIGKILLed whole, option errors, the secret dsn and a connection failure's kind (the server
+restarted or stopped under a pool: test_postgres_outages.py).
 
 Every pool is a real ``coretsia-supervisor start`` (guardian and worker interpreters); the
 work is fed with the real ``coretsia-queue`` command through the server's socket.
@@ -144,34 +145,6 @@ def test_a_pool_killed_whole_loses_nothing_and_acks_nothing_twice(
     assert attempts == [("held-1", 1, interrupted), ("held-2", 1, interrupted)]
 
 
-@pytest.mark.slow
-def test_a_server_restart_fails_the_pool_with_its_token_and_loses_nothing(
-    root: Path,
-    supervisors: Supervisors,
-    pg_server: PgServer,
-    pg_dsn: str,
-    queue: Queue,
-) -> None:
-    """The pool fails (no reconnection: docs/task-sources.md); the next start runs the
-    message that was in flight, after its lease expired."""
-    configure(root, pg_dsn)
-    (root / "hang").touch()
-    first = supervisors.running(root)
-    queue("enqueue", "in-flight")
-    wait_for(lambda: handled(root) == ["in-flight"], 15)
-    pg_server.restart()
-    assert_failed(
-        first, root, "CORETSIA_WORKER_LIFECYCLE_FAILED: worker-task-source-receive-failed"
-    )
-    (root / "hang").unlink()
-    assert queue.stats() == {"pending": 0, "in_flight": 1, "done": 0, "failed": 0}
-    second = supervisors.running(root)
-    wait_for(lambda: queue.stats()["done"] == 1, 15)
-    assert handled(root) == ["in-flight", "in-flight"]
-    second.signal(signal.SIGTERM)
-    assert second.finish(30) == 0
-
-
 @pytest.mark.parametrize(
     ("options", "key", "rule"),
     [
@@ -179,8 +152,10 @@ def test_a_server_restart_fails_the_pool_with_its_token_and_loses_nothing(
         ({"lease_timeout_ms": 10}, "lease_timeout_ms", "out-of-range"),
         ({"dsn": 5432}, "dsn", "wrong-type"),
         ({"max_attempts": 0}, "max_attempts", "out-of-range"),
+        ({"reconnect_timeout_ms": -1}, "reconnect_timeout_ms", "out-of-range"),
+        ({"reconnect_timeout_ms": "30s"}, "reconnect_timeout_ms", "wrong-type"),
     ],
-    ids=["queue", "lease-timeout", "dsn", "max-attempts"],
+    ids=["queue", "lease-timeout", "dsn", "max-attempts", "reconnect-range", "reconnect-type"],
 )
 def test_a_broken_option_is_refused_at_start(
     root: Path, pg_dsn: str, options: dict[str, object], key: str, rule: str
@@ -196,7 +171,13 @@ def test_the_dsn_never_appears_in_any_output(
     dsn = f"{pg_server.dsn('missing_db_s3cret')} password={secret}"
     configure(root, dsn)
     pool = supervisors(root, "--log-format", "json")
-    assert_failed(pool, root, "CORETSIA_WORKER_START_FAILED: worker-task-source-not-ready")
+    assert_failed(
+        pool,
+        root,
+        "CORETSIA_WORKER_START_FAILED: worker-task-source-not-ready (source missing-database)",
+    )
+    (failed,) = [entry for entry in pool.logs if entry["event"] == "pool.failed"]
+    assert failed["fault"] == "missing-database"
     assert secret not in pool.stdout + pool.stderr
     # The frozen generation carries the options to the workers: private, like the config.
     frozen = {p for p in root.glob("var/generations/*/generation.json")}
@@ -211,8 +192,20 @@ def test_the_dsn_never_appears_in_any_output(
         assert done.returncode == 1
         assert secret not in done.stdout + done.stderr
         assert done.stderr == (
-            "coretsia-queue: error: cannot use the queue database: the connection failed\n"
+            "coretsia-queue: error: cannot use the queue database: the database does not exist\n"
         )
     refused = run_process([ANY_QUEUE_CLI, "stats", "--db", f"mysql://{secret}@host/db"])
     assert refused.returncode == 2
     assert secret not in refused.stdout + refused.stderr
+
+
+def test_a_wrong_role_is_said_at_start(
+    root: Path, supervisors: Supervisors, pg_server: PgServer
+) -> None:
+    """The kind of a connection failure is the token's detail, even without debug."""
+    configure(root, f"host={pg_server.socket_dir} dbname=postgres user=no_such_role")
+    assert_failed(
+        supervisors(root),
+        root,
+        "CORETSIA_WORKER_START_FAILED: worker-task-source-not-ready (source authentication)",
+    )

@@ -11,7 +11,7 @@ from typing import Any
 
 from frame_checks import Codec
 
-from coretsia.worker_protocol.catalogue import HealthReason, Reason
+from coretsia.worker_protocol.catalogue import HealthReason, Reason, SourceFault
 from coretsia.worker_protocol.control import (
     Challenge,
     ControlRequest,
@@ -45,7 +45,10 @@ from coretsia.worker_protocol.worker_channel import (
     RecycleCause,
     Retiring,
     ShutdownRequest,
+    SourceAvailable,
+    SourceUnavailable,
     TaskFailed,
+    TaskLeaseLost,
     decode_worker_frame,
     encode_worker_frame,
 )
@@ -126,5 +129,8 @@ FRAMES: list[tuple[Codec, Any]] = [
     (WORKER, Heartbeat()),
     (WORKER, TaskFailed("ValueError")),
     (WORKER, TaskFailed("app.jobs.Outer.Declined", attempt=3, retried=False)),
+    *((WORKER, SourceUnavailable(f)) for f in SourceFault),
+    (WORKER, SourceAvailable()),
+    (WORKER, TaskLeaseLost()),
 ]
 FRAME_IDS = [f"{type(f).__name__}-{i}" for i, (_, f) in enumerate(FRAMES)]

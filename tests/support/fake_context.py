@@ -23,6 +23,9 @@ class FakeContext:
     ) -> None:
         self._read, self._write = os.pipe()
         self._task_type = task_type
+        self.reports: list[str] = []
+        """What the source reported, in order: ``unavailable <fault>``, ``available``,
+        ``lease-lost``."""
         if options is not None:
             self.options = dict(options)
         if generation is not None:
@@ -45,6 +48,15 @@ class FakeContext:
 
     def wait_for_stop(self, timeout: float | None) -> bool:
         return bool(select.select([self._read], [], [], timeout)[0])
+
+    def report_unavailable(self, fault: object) -> None:
+        self.reports.append(f"unavailable {getattr(fault, 'value', fault)}")
+
+    def report_available(self) -> None:
+        self.reports.append("available")
+
+    def report_lease_lost(self) -> None:
+        self.reports.append("lease-lost")
 
     def stop(self) -> None:
         """Request a cooperative stop: the read end becomes readable (end of file)."""

@@ -10,7 +10,13 @@ from typing import Any, NamedTuple
 from hypothesis import settings
 from hypothesis import strategies as st
 
-from coretsia.worker_protocol.catalogue import REASON_CODES, ErrorCode, HealthReason, Reason
+from coretsia.worker_protocol.catalogue import (
+    REASON_CODES,
+    ErrorCode,
+    HealthReason,
+    Reason,
+    SourceFault,
+)
 from coretsia.worker_protocol.control import (
     MAX_COUNT,
     MAX_RSS_KIB,
@@ -54,7 +60,10 @@ from coretsia.worker_protocol.worker_channel import (
     Retire,
     Retiring,
     ShutdownRequest,
+    SourceAvailable,
+    SourceUnavailable,
     TaskFailed,
+    TaskLeaseLost,
     decode_supervisor_frame,
     decode_worker_frame,
     encode_retire,
@@ -169,7 +178,10 @@ worker_reasons = st.sampled_from(
 )
 worker_frames = st.one_of(
     st.builds(Ready, st.none() | hex64),
-    st.builds(Failed, worker_reasons),
+    st.builds(Failed, worker_reasons, st.none() | st.sampled_from(SourceFault)),
+    st.builds(SourceUnavailable, st.sampled_from(SourceFault)),
+    st.just(SourceAvailable()),
+    st.just(TaskLeaseLost()),
     st.builds(Retiring, st.sampled_from(RecycleCause)),
     st.just(ShutdownRequest()),
     st.just(Heartbeat()),

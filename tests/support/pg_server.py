@@ -100,13 +100,18 @@ class PgServer:
         self.stop()
         self.start()
 
+    @property
+    def running(self) -> bool:
+        """Whether the server runs (its pid file exists: ``pg_ctl`` waits for both)."""
+        return (self.data / "postmaster.pid").exists()
+
     def create_database(self, name: str) -> None:
         """A fresh empty database (each test takes its own)."""
         self._run("createdb", "-h", str(self.socket_dir), "-U", SUPERUSER, name)
 
     def remove(self) -> None:
         """Stop the server if it runs, and remove its directories."""
-        if (self.data / "postmaster.pid").exists():
+        if self.running:
             self.stop()
         shutil.rmtree(self.base, ignore_errors=True)
 

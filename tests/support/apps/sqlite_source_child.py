@@ -29,6 +29,15 @@ class Context:
     def wait_for_stop(self, timeout):
         return bool(select.select([self.fd], [], [], timeout)[0])
 
+    def report_unavailable(self, fault):
+        pass  # the SQLite source has no outage to report
+
+    def report_available(self):
+        pass
+
+    def report_lease_lost(self):
+        pass
+
 
 fd, database, handlers, handler, generation = sys.argv[1:6]
 sys.path.insert(0, handlers)

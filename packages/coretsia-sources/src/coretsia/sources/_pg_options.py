@@ -24,7 +24,9 @@ from coretsia.worker_protocol.catalogue import ConfigRule
 DEFAULT_LEASE_TIMEOUT_MS: Final = 30_000
 MIN_LEASE_TIMEOUT_MS: Final = 100
 MAX_LEASE_TIMEOUT_MS: Final = 86_400_000
-OPTIONS: Final = COMMON_OPTIONS | {"dsn", "queue", "lease_timeout_ms"}
+DEFAULT_RECONNECT_TIMEOUT_MS: Final = 30_000
+MAX_RECONNECT_TIMEOUT_MS: Final = 86_400_000
+OPTIONS: Final = COMMON_OPTIONS | {"dsn", "queue", "lease_timeout_ms", "reconnect_timeout_ms"}
 
 
 class PostgresOptions(NamedTuple):
@@ -37,6 +39,8 @@ class PostgresOptions(NamedTuple):
     max_attempts: int
     lease_timeout_ms: int
     keep_error_messages: bool
+    reconnect_timeout_ms: int
+    """How long a worker that lost its connection tries to reconnect; 0: not at all."""
 
 
 def parse_options(options: Mapping[str, object]) -> PostgresOptions:
@@ -60,6 +64,19 @@ def parse_options(options: Mapping[str, object]) -> PostgresOptions:
         MIN_LEASE_TIMEOUT_MS,
         MAX_LEASE_TIMEOUT_MS,
     )
+    reconnect_timeout_ms = int_option(
+        options,
+        "reconnect_timeout_ms",
+        DEFAULT_RECONNECT_TIMEOUT_MS,
+        0,
+        MAX_RECONNECT_TIMEOUT_MS,
+    )
     return PostgresOptions(
-        dsn or None, queue, handler, max_attempts, lease_timeout_ms, keep_error_messages
+        dsn or None,
+        queue,
+        handler,
+        max_attempts,
+        lease_timeout_ms,
+        keep_error_messages,
+        reconnect_timeout_ms,
     )

@@ -45,7 +45,7 @@ class _Settler(Protocol):
 
     def acknowledge(self, message: Message) -> None: ...
 
-    def record_failure(self, message: Message, error: BaseException) -> str: ...
+    def record_failure(self, message: Message, error: BaseException) -> str | None: ...
 
 
 class QueueTask:
@@ -54,9 +54,11 @@ class QueueTask:
     ``message.attempts`` is the number of earlier failed (or interrupted) attempts, and
     after ``fail`` the attribute ``settled_state`` says what became of the message:
     ``"pending"`` (it will be retried) or ``"failed"`` (it will not). It stays None until
-    then (``"done"`` after ``complete``). The SPI's ``fail`` returns None, hence an
-    attribute. ``attempt`` and ``retried`` are the same facts in the optional form the
-    worker loop reports in ``task.failed`` (docs/task-sources.md).
+    then (``"done"`` after ``complete``), and after a ``fail`` whose lease was lost while
+    the source was away (whether it runs again is not this worker's to know). The SPI's
+    ``fail`` returns None, hence an attribute. ``attempt`` and ``retried`` are the same
+    facts in the optional form the worker loop reports in ``task.failed``
+    (docs/task-sources.md).
     """
 
     __slots__ = ("_source", "message", "settled_state")

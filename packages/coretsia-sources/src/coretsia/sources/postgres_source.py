@@ -14,6 +14,7 @@ task type ``queue``. Configure it in ``coretsia.toml``::
     handler = "myapp.jobs:handle"  # required: called with each payload (a str)
     max_attempts = 3               # failed attempts before a message is `failed`
     lease_timeout_ms = 30000       # a dead pool's leases come back after this
+    reconnect_timeout_ms = 30000   # a lost connection is retried this long; 0: never
     keep_error_messages = false    # as the sqlite source's
 
 and add work with ``coretsia-queue enqueue --db postgresql://... PAYLOAD...``. The queue

@@ -44,6 +44,11 @@ def summary_fields(summary: PoolSummary) -> dict[str, str | int | bool]:
         "control_transport": summary.control_transport.value,
         "endpoint_hash": summary.endpoint_hash,
         **({} if summary.containment is None else {"containment": summary.containment.value}),
+        **(
+            {}
+            if summary.reconnecting_worker_count is None
+            else {"reconnecting_worker_count": summary.reconnecting_worker_count}
+        ),
     }
 
 
@@ -115,6 +120,7 @@ def _text(fields: Fields) -> str:
             ("control_transport", "control"),
             ("endpoint_hash", "endpoint"),
             ("containment", "containment"),
+            ("reconnecting_worker_count", "reconnecting"),
         )
         if key in fields
     ]
@@ -129,12 +135,15 @@ def _text(fields: Fields) -> str:
 
 def error(exc: WorkerError) -> None:
     """Print a failure as ``CODE: reason-token`` on stderr (and key/rule for config, the
-    entrypoint for a runtime entrypoint)."""
+    entrypoint for a runtime entrypoint, the fault of a task source that could not reach
+    its backend)."""
     line = str(exc)
     if isinstance(exc, WorkerConfigError):
         line += f" (key {exc.key}, rule {exc.rule.value})"
     elif isinstance(exc, RuntimeEntrypointError):
         line += f" (entrypoint {exc.entrypoint})"
+    elif exc.fault is not None:
+        line += f" (source {exc.fault.value})"
     sys.stderr.write(line + "\n")
     sys.stderr.flush()
 

@@ -16,7 +16,7 @@ from types import TracebackType
 import attrs
 import trio
 
-from coretsia.worker_protocol.catalogue import HealthReason, Reason
+from coretsia.worker_protocol.catalogue import HealthReason, Reason, SourceFault
 from coretsia.worker_protocol.control import HealthResponse, PoolSummary
 from coretsia.worker_protocol.exceptions import WorkerError
 from coretsia.worker_protocol.vocabulary import Containment, Driver, PoolStatus, Transport
@@ -80,6 +80,10 @@ class Slot:
     """The current worker, ready, has been silent past ``heartbeat_timeout_ms``."""
     pid: int | None = None
     """The current worker's pid as the guardian reported it (``spawned`` to ``exited``)."""
+    failed_fault: SourceFault | None = None
+    """With ``failed_reason``: why the worker's task source could not reach its backend."""
+    source_fault: SourceFault | None = None
+    """The current worker's task source lost its backend and is reconnecting (why)."""
 
     def renew(self, now: float) -> None:
         """Forget the previous worker: a new one is being spawned."""
@@ -97,6 +101,8 @@ class Slot:
         self.ready_at = None
         self.unresponsive = False
         self.pid = None
+        self.failed_fault = None
+        self.source_fault = None
 
 
 @attrs.define
@@ -198,6 +204,15 @@ class Pool:
         for scope in self._scopes:
             scope.cancel()
 
+    @property
+    def reconnecting_count(self) -> int:
+        """Ready slots whose worker's task source is reconnecting."""
+        return sum(
+            1
+            for slot in self.slots
+            if slot.state is SlotState.READY and slot.source_fault is not None
+        )
+
     def status_line(self) -> str:
         """The service manager's one-line status: safe fields only."""
         return f"{self.status.value}: {self.ready_count}/{len(self.slots)} workers ready"
@@ -213,13 +228,15 @@ class Pool:
             control_transport=self.transport,
             endpoint_hash=self.endpoint_hash,
             containment=self.containment,
+            reconnecting_worker_count=self.reconnecting_count or None,
         )
 
     def health(self) -> HealthResponse:
         """Healthy only when running, every slot ready and heard from, no failure pending.
 
         A silent slot comes before a slot being replaced: a recycle ends by itself, a
-        hung worker may be waiting for someone to act.
+        hung worker may be waiting for someone to act. A task source that is reconnecting
+        comes between: its worker is alive, but serves nothing until its backend is back.
         """
         if self.failure is not None:
             reason = HealthReason.CHILD_FAILURE_PENDING
@@ -229,6 +246,8 @@ class Pool:
             reason = HealthReason.STOPPING
         elif any(slot.unresponsive for slot in self.slots):
             reason = HealthReason.SLOT_UNRESPONSIVE
+        elif self.reconnecting_count:
+            reason = HealthReason.TASK_SOURCE_UNAVAILABLE
         elif not self.all_ready:
             reason = HealthReason.SLOTS_NOT_READY
         else:

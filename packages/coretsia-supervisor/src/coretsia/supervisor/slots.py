@@ -52,7 +52,10 @@ from coretsia.worker_protocol.worker_channel import (
     Ready,
     Retiring,
     ShutdownRequest,
+    SourceAvailable,
+    SourceUnavailable,
     TaskFailed,
+    TaskLeaseLost,
 )
 from coretsia.worker_protocol.worker_conversation import SupervisorConversation
 
@@ -262,7 +265,7 @@ class Slots:
             # The boot's guard: the Kernel's failure, named for this pool's entrypoint.
             self._pool.fail(RuntimeEntrypointError(self._entrypoint))
         elif slot.failed_reason is not None:
-            self._pool.fail(error_for(slot.failed_reason))
+            self._pool.fail(error_for(slot.failed_reason, slot.failed_fault))
         elif self._pool.status is PoolStatus.STARTING:
             self._pool.fail(WorkerStartFailedError(Reason.CHILD_START_FAILED))
         else:
@@ -335,6 +338,7 @@ class Slots:
             self._on_ready_frame(slot)
         elif isinstance(frame, Failed):
             slot.failed_reason = frame.reason
+            slot.failed_fault = frame.fault
         elif isinstance(frame, TaskFailed):
             log_task_failure(slot.index, frame)
         elif isinstance(frame, Retiring):  # once per worker: the conversation sees to it
@@ -344,6 +348,8 @@ class Slots:
         elif isinstance(frame, ShutdownRequest):
             event("pool.shutdown_requested", slot=slot.index)
             self._pool.request_stop(StopCause.APPLICATION)
+        else:
+            on_source_frame(slot, frame)
 
     def _on_ready_frame(self, slot: Slot) -> None:
         if slot.state is SlotState.EXITED:
@@ -377,6 +383,18 @@ def mark_exited(pool: Pool, index: int, exit_kind: str) -> bool:
     slot.news.set()
     event("worker.exited", slot=slot.index, exit_kind=exit_kind)
     return True
+
+
+def on_source_frame(slot: Slot, frame: object) -> None:
+    """A worker's task source lost its backend, is back, or lost a lease meanwhile."""
+    if isinstance(frame, SourceUnavailable):
+        slot.source_fault = frame.fault
+        event("task_source.unavailable", logging.WARNING, slot=slot.index, fault=frame.fault.value)
+    elif isinstance(frame, SourceAvailable):
+        slot.source_fault = None
+        event("task_source.available", slot=slot.index)
+    elif isinstance(frame, TaskLeaseLost):
+        event("task.lease_lost", logging.WARNING, slot=slot.index)
 
 
 def log_task_failure(slot: int, frame: TaskFailed) -> None:

@@ -371,11 +371,13 @@ class Supervisor:
         if pool.failure is None:
             event("pool.stopped", outcome="forced" if guardian.forced else "clean")
         else:
+            fault = pool.failure.fault
             event(
                 "pool.failed",
                 logging.ERROR,
                 reason=pool.failure.reason.value,
                 status=pool.failure.code.value,
+                **({} if fault is None else {"fault": fault.value}),
             )
         stopping.finish("success" if released and cleaned else "failure")
         if self._server is not None:

@@ -132,6 +132,7 @@ class HealthReason(str, enum.Enum):
     STOPPING = "worker-pool-stopping"
     SLOTS_NOT_READY = "worker-slots-not-ready"
     SLOT_UNRESPONSIVE = "worker-slot-unresponsive"
+    TASK_SOURCE_UNAVAILABLE = "worker-task-source-unavailable"
     CHILD_FAILURE_PENDING = "worker-child-failure-pending"
 
 
@@ -153,6 +154,24 @@ class ConfigRule(str, enum.Enum):
     UNAVAILABLE = "unavailable"
     INVALID_TARGET = "invalid-target"
     DUPLICATE = "duplicate"
+
+
+class SourceFault(str, enum.Enum):
+    """Why a task source cannot reach its backend: the detail of a source's failure.
+
+    Carried beside the reason token (``worker-task-source-not-ready (source
+    authentication)``), in ``task_source.unavailable`` log events, never with the
+    backend's own message (which may name hosts, users, paths or hold a secret).
+    """
+
+    UNREACHABLE = "unreachable"
+    """No answer: the server is down, restarting, or the network or socket is gone."""
+    AUTHENTICATION = "authentication"
+    """The server answered and refused the credentials (unknown role, wrong password)."""
+    MISSING_DATABASE = "missing-database"
+    """The server answered; the database named does not exist."""
+    PERMISSION = "permission"
+    """Connected (or refused the connection) for lack of a privilege."""
 
 
 #: Which code each reason belongs to.

@@ -91,6 +91,10 @@ class PoolSummary(Frame):
     endpoint_hash: str = field(kind=s.Hex(ENDPOINT_HASH_HEX_LEN))
     containment: Containment | None = field(default=None, kind=s.Omissible(s.Choice(Containment)))
     """The containment level in force (absent from a supervisor that predates it)."""
+    reconnecting_worker_count: int | None = field(
+        default=None, kind=s.Omissible(s.Int(1, MAX_WORKERS))
+    )
+    """Ready workers whose task source is reconnecting; absent while there are none."""
 
     def _check(self) -> None:
         s.require(self.ready_worker_count <= self.worker_count, "ready_worker_count")

@@ -19,6 +19,7 @@ from coretsia.worker_protocol.catalogue import (
     ConfigRule,
     ErrorCode,
     Reason,
+    SourceFault,
 )
 
 # Not ``from typing import ...``: this module is on every worker's boot path
@@ -51,6 +52,9 @@ class WorkerError(Exception):
     """Base of every Coretsia failure; ``str()`` is ``CODE: reason-token``, nothing more."""
 
     code: ClassVar[ErrorCode]
+    fault: SourceFault | None = None
+    """Why a task source could not reach its backend, when that is the failure (a detail
+    beside the token, printed as ``(source <fault>)``; see :func:`error_for`)."""
 
     def __init__(self, reason: Reason | None = None) -> None:
         chosen = self.default_reason() if reason is None else Reason(reason)
@@ -200,8 +204,8 @@ _BY_CODE: Final[dict[ErrorCode, type[WorkerError]]] = {
 }
 
 
-def error_for(reason: Reason) -> WorkerError:
-    """Build the exception of the right class for a reason token.
+def error_for(reason: Reason, fault: SourceFault | None = None) -> WorkerError:
+    """Build the exception of the right class for a reason token (and a source's fault).
 
     Used where a reason arrives as data (an error response, a worker's terminal frame).
     Configuration, protocol and runtime-entrypoint reasons need their extra fields and are
@@ -212,4 +216,6 @@ def error_for(reason: Reason) -> WorkerError:
     cls = _BY_CODE.get(code)
     if cls is None:
         return WorkerCommunicationFailedError()
-    return cls(reason)
+    error = cls(reason)
+    error.fault = fault
+    return error

@@ -22,6 +22,16 @@ The contract, in the order the worker uses it:
 4. The worker runs ``task.run()`` as one unit of work, then settles it exactly once:
    ``task.complete(result)`` on success, ``task.fail(error)`` with the original exception
    on failure. A failing ``complete`` never triggers ``fail``.
+5. A source whose backend goes away while the pool runs may ride the outage out
+   itself: it calls ``context.report_unavailable(fault)`` (``health`` then fails with
+   ``worker-task-source-unavailable`` and ``status`` counts the worker as reconnecting),
+   keeps blocking in ``receive`` or in a settlement while it reconnects, and calls
+   ``context.report_available()`` once it is back. A settlement that, after such an
+   outage, finds its task's lease taken back calls ``context.report_lease_lost()`` and
+   returns without settling again (another worker may run the task). A source that gives
+   up raises :class:`TaskSourceUnavailableError`: the worker fails as for any other
+   error of ``receive`` or of a settlement, and the error's ``fault`` travels with the
+   reason token. So does one raised by ``assert_ready``.
 
 A source whose storage is damaged or full says so: raised from ``assert_ready``,
 ``receive``, ``complete`` or ``fail``, a :class:`TaskSourceStorageError` ends the worker
@@ -52,7 +62,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
-from coretsia.worker_protocol.catalogue import ConfigRule, Reason
+from coretsia.worker_protocol.catalogue import ConfigRule, Reason, SourceFault
 
 __all__ = [
     "STORAGE_REASONS",
@@ -62,6 +72,7 @@ __all__ = [
     "TaskSourceFactory",
     "TaskSourceOptionError",
     "TaskSourceStorageError",
+    "TaskSourceUnavailableError",
 ]
 
 STORAGE_REASONS = frozenset({Reason.TASK_SOURCE_CORRUPT, Reason.TASK_SOURCE_FULL})
@@ -109,6 +120,19 @@ class TaskSourceContext(Protocol):
 
     def wait_for_stop(self, timeout: float | None) -> bool:
         """Block until stop is requested or ``timeout`` passes; True when stopping."""
+
+    def report_unavailable(self, fault: SourceFault) -> None:
+        """Tell the supervisor the source lost its backend and is reconnecting.
+
+        Again with another ``fault`` if the reason changes; a no-op before readiness.
+        """
+
+    def report_available(self) -> None:
+        """Tell the supervisor the source is back (after :meth:`report_unavailable`)."""
+
+    def report_lease_lost(self) -> None:
+        """A task ran, but after an outage its settlement found the lease taken back: it
+        is logged (``task.lease_lost``) and not settled again."""
 
 
 @runtime_checkable
@@ -178,3 +202,20 @@ class TaskSourceStorageError(Exception):
 
     def __reduce__(self) -> tuple[type[TaskSourceStorageError], tuple[Reason]]:
         return (type(self), (self.reason,))
+
+
+class TaskSourceUnavailableError(ConnectionError):
+    """Raised by a source whose backend cannot be used; ``fault`` says which way.
+
+    The worker reports ``fault`` (a :class:`SourceFault`, a closed vocabulary) beside the
+    reason token; the message stays in the debug traceback only, and a source must keep
+    its backend's own message out of it too (it may name hosts, users or hold a secret).
+    """
+
+    def __init__(self, fault: SourceFault | str, message: str = "") -> None:
+        checked = SourceFault(fault)
+        super().__init__(message or f"the task source is unavailable: {checked.value}")
+        self.fault: SourceFault = checked
+
+    def __reduce__(self) -> tuple[type[TaskSourceUnavailableError], tuple[SourceFault, str]]:
+        return (type(self), (self.fault, str(self)))

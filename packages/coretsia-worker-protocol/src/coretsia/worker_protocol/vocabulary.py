@@ -49,6 +49,7 @@ SAFE_FIELDS: Final = frozenset(
         "control_transport",
         "endpoint_hash",
         "containment",
+        "reconnecting_worker_count",
         "operation",
         "outcome",
         "duration_ms",
@@ -60,7 +61,9 @@ SAFE_FIELDS: Final = frozenset(
 """Seed 000's safe public fields: the only ones any public output may carry.
 
 Plus ``containment``, the level in force (an extension: a bounded token, like ``driver``),
-and ``status``'s memory and recycle counts (numbers: no index, pid or path)."""
+and ``status``'s memory and recycle counts (numbers: no index, pid or path),
+and ``reconnecting_worker_count``, the ready workers whose task source is reconnecting (an
+extension: a count, present while it is not zero)."""
 
 
 class PoolStatus(str, enum.Enum):

@@ -13,7 +13,8 @@ Frames, in the order a worker may send them:
 
 * ``ready``: booted, task source resolved, ``assert_ready`` passed. Exactly once.
 * ``failed``: a terminal reason token, sent before a non-zero exit, so the operator sees
-  why a worker died (before or after readiness).
+  why a worker died (before or after readiness); with a task source's ``fault`` when a
+  source that cannot reach its backend is why.
 * ``task-failed``: a unit of work failed and was settled with ``fail``; safe fields only
   (the attempt number and whether the source will retry it, when the source says, and
   the exception's class name: never its message, never the payload), so the supervisor
@@ -26,6 +27,11 @@ Frames, in the order a worker may send them:
   ``max_memory_mb``) the worker takes no other task while it waits.
 * ``shutdown-request``: the worker asks for the whole pool to stop (seed 003's
   ``pool.shutdown()``).
+* ``source-unavailable``: the task source lost its backend and is reconnecting (the
+  ``fault`` says which way); ``source-available``: it is back. After ``ready``, any number
+  of times: ``health`` fails with ``worker-task-source-unavailable`` in between.
+* ``task-lease-lost``: after an outage, a task's settlement found its lease taken back;
+  the task is not settled again (the supervisor logs ``task.lease_lost``). Any time.
 * ``heartbeat``: the worker is alive and scheduled; sent after ``ready`` every third of
   ``heartbeat_timeout_ms`` when the generation asks for it, whatever the worker is doing
   (waiting for work or running a task). Carries nothing: its arrival is the news.
@@ -37,7 +43,7 @@ import enum
 
 from coretsia.worker_protocol import _strict as s
 from coretsia.worker_protocol._codec import Codec, Frame
-from coretsia.worker_protocol.catalogue import REASON_CODES, ErrorCode, Reason
+from coretsia.worker_protocol.catalogue import REASON_CODES, ErrorCode, Reason, SourceFault
 from coretsia.worker_protocol.records import field
 from coretsia.worker_protocol.vocabulary import TOKEN_HEX_LEN
 
@@ -72,6 +78,8 @@ class Failed(Frame):
 
     TAG: ClassVar[str] = "failed"
     reason: Reason = field(kind=s.Choice(Reason))
+    fault: SourceFault | None = field(default=None, kind=s.Omissible(s.Choice(SourceFault)))
+    """Why the task source could not reach its backend, when that is the failure."""
 
     def _check(self) -> None:
         s.require(REASON_CODES[self.reason] in _WORKER_CODES, "reason")
@@ -143,7 +151,36 @@ class Heartbeat(Frame):
     TAG: ClassVar[str] = "heartbeat"
 
 
-WorkerFrame = Ready | Failed | TaskFailed | Retiring | ShutdownRequest | Heartbeat
+class SourceUnavailable(Frame):
+    """The task source lost its backend (``fault``: which way) and is reconnecting."""
+
+    TAG: ClassVar[str] = "source-unavailable"
+    fault: SourceFault = field(kind=s.Choice(SourceFault))
+
+
+class SourceAvailable(Frame):
+    """The task source is back after ``source-unavailable``."""
+
+    TAG: ClassVar[str] = "source-available"
+
+
+class TaskLeaseLost(Frame):
+    """After an outage, a task's settlement found its lease taken back (not settled again)."""
+
+    TAG: ClassVar[str] = "task-lease-lost"
+
+
+WorkerFrame = (
+    Ready
+    | Failed
+    | TaskFailed
+    | Retiring
+    | ShutdownRequest
+    | Heartbeat
+    | SourceUnavailable
+    | SourceAvailable
+    | TaskLeaseLost
+)
 
 
 class Retire(Frame):

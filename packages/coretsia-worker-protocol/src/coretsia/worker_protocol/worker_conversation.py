@@ -14,9 +14,11 @@ what it sends (breaking one is its own bug:
 
 1. ``ready`` comes at most once and without a token (the inherited descriptor already
    proves who speaks). A second one, or one with a token, breaks readiness.
-2. ``failed``, ``task-failed`` and ``shutdown-request`` may come at any time.
-3. ``heartbeat`` may come at any time after ``ready``, as often as the worker likes;
-   before ``ready`` it breaks readiness (the start timeout watches a booting worker).
+2. ``failed``, ``task-failed``, ``task-lease-lost`` and ``shutdown-request`` may come at
+   any time.
+3. ``heartbeat``, ``source-unavailable`` and ``source-available`` may come at any time
+   after ``ready``, as often as the worker likes; before ``ready`` they break readiness
+   (the start timeout watches a booting worker, and its source's ``assert_ready``).
 4. ``retiring`` asks once. The worker sends it once; a repeated one the supervisor
    receives is the same request, not reported again.
 5. ``retire`` answers a ``retiring``, once: the supervisor never sends it unasked and a
@@ -50,6 +52,8 @@ from coretsia.worker_protocol.worker_channel import (
     Ready,
     Retire,
     Retiring,
+    SourceAvailable,
+    SourceUnavailable,
     decode_supervisor_frame,
     decode_worker_frame,
     encode_retire,
@@ -60,6 +64,10 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from coretsia.worker_protocol.exceptions import WorkerError
     from coretsia.worker_protocol.worker_channel import WorkerFrame
+
+
+_AFTER_READY = (Heartbeat, SourceUnavailable, SourceAvailable)
+"""The frames only a ready worker sends (rule 3)."""
 
 
 class Readiness(enum.Enum):
@@ -111,7 +119,7 @@ class SupervisorConversation:
                 frame = decode_worker_frame(line)
                 if isinstance(frame, Ready):
                     self._ready(frame)
-                elif isinstance(frame, Heartbeat):
+                elif isinstance(frame, _AFTER_READY):
                     if self.readiness is not Readiness.READY:
                         raise RemoteProtocolError(Reason.FRAME_UNEXPECTED)  # rule 3
                 elif isinstance(frame, Retiring):
@@ -172,7 +180,7 @@ class WorkerConversation:
             if frame.token is not None or self.readiness is not Readiness.BOOTING:
                 raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
             self.readiness = Readiness.READY
-        elif isinstance(frame, Heartbeat):
+        elif isinstance(frame, _AFTER_READY):
             if self.readiness is not Readiness.READY:
                 raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
         elif isinstance(frame, Retiring):

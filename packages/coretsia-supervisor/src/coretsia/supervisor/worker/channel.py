@@ -148,11 +148,14 @@ class Reporter:
             self.channel.close()
 
     def fail(self, reason: Reason, error: BaseException | None) -> None:
-        """Say why the worker is about to exit with status 1."""
+        """Say why the worker is about to exit with status 1 (with the task source's
+        fault when one that could not reach its backend is why)."""
+        from coretsia.worker_protocol.task_source import TaskSourceUnavailableError
         from coretsia.worker_protocol.worker_channel import Failed
 
         self._show(error)
-        self.send(Failed(reason))
+        fault = error.fault if isinstance(error, TaskSourceUnavailableError) else None
+        self.send(Failed(reason, fault))
 
     def task_failed(self, task: object, error: Exception) -> None:
         """Tell the supervisor what an operator may see of a failed task (safe fields).

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from coretsia.supervisor.worker.channel import Reporter
     from coretsia.supervisor.worker.loop import Hooks
     from coretsia.supervisor.worker.memory import MemoryLimit
+    from coretsia.worker_protocol.catalogue import SourceFault
     from coretsia.worker_protocol.task_source import TaskSource
 
 
@@ -30,10 +31,11 @@ class SourceContext:
     """The :class:`~coretsia.worker_protocol.task_source.TaskSourceContext` a source gets.
 
     ``stopping`` and ``wait_for_stop`` look at the stop descriptor through a
-    :class:`~coretsia.supervisor.stop_signal.StopSignal`, which never reads it.
+    :class:`~coretsia.supervisor.stop_signal.StopSignal`, which never reads it; the
+    reports of an outage become frames on the worker's channel (after ``ready`` only).
     """
 
-    __slots__ = ("_generation", "_options", "_slot", "_stop", "_task_type")
+    __slots__ = ("_generation", "_options", "_reporter", "_slot", "_stop", "_task_type")
 
     def __init__(
         self,
@@ -42,9 +44,11 @@ class SourceContext:
         stop: StopSignal,
         generation: str,
         options: dict[str, object],
+        reporter: Reporter,
     ) -> None:
         import types
 
+        self._reporter = reporter
         self._task_type = task_type
         self._slot = slot
         self._generation = generation
@@ -77,6 +81,24 @@ class SourceContext:
     def wait_for_stop(self, timeout: float | None) -> bool:
         return self._stop.wait(timeout)
 
+    def report_unavailable(self, fault: SourceFault) -> None:
+        from coretsia.worker_protocol.catalogue import SourceFault
+        from coretsia.worker_protocol.worker_channel import SourceUnavailable
+
+        if self._reporter.ready:
+            self._reporter.send(SourceUnavailable(SourceFault(fault)))
+
+    def report_available(self) -> None:
+        from coretsia.worker_protocol.worker_channel import SourceAvailable
+
+        if self._reporter.ready:
+            self._reporter.send(SourceAvailable())
+
+    def report_lease_lost(self) -> None:
+        from coretsia.worker_protocol.worker_channel import TaskLeaseLost
+
+        self._reporter.send(TaskLeaseLost())
+
 
 def serve_tasks(
     reporter: Reporter,
@@ -99,7 +121,7 @@ def serve_tasks(
     options = spec.get("source_options", {})
     if not isinstance(options, dict):
         raise failure("CHILD_START_FAILED")
-    context = SourceContext(str(task_type), slot, stop, generation, options)
+    context = SourceContext(str(task_type), slot, stop, generation, options, reporter)
     hooks = resolve_hooks(spec)
     source = resolve_source(spec.get("task_source"), context)
     reporter.report_ready()

@@ -8,7 +8,9 @@ bounded slot index, and ``exit_kind``, a bounded token such as ``signal-kill``, 
 operator can tell which slot died and how (an out-of-memory kill would otherwise be
 invisible); and for ``task.failed``, ``attempt`` (a count), ``retried`` (a boolean) and
 ``error_type`` (an exception's class name: code, never its message); for
-``control.refused``, ``cause`` (a bounded token) and ``count``. Anything else is
+``control.refused``, ``cause`` (a bounded token) and ``count``; for a task source that
+cannot reach its backend, ``fault`` (a :class:`~coretsia.worker_protocol.catalogue.SourceFault`
+token). Anything else is
 refused at the call site: redaction is an allow-list, kept here in one place. Paths,
 ports, credentials, payloads and exception messages have no field to travel in.
 
@@ -36,6 +38,7 @@ SAFE_FIELDS: Final = SEED_SAFE_FIELDS | {
     "error_type",
     "cause",
     "count",
+    "fault",
 }
 """Seed 000's safe fields, plus the log-only ones (see the module docstring)."""
 
