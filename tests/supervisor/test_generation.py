@@ -21,6 +21,7 @@ from coretsia.supervisor.generation import (
     GenerationError,
     canonical_json,
     is_generation_id,
+    is_pin,
     load_current_generation,
     publish,
 )
@@ -63,9 +64,10 @@ def _document(root: Path) -> dict[str, object]:
 
 
 def test_publish_then_load_round_trips(tmp_path: Path) -> None:
-    artifact_root = publish(tmp_path, SPEC)
-    assert artifact_root == GENERATIONS_DIR
-    assert load_current_generation(tmp_path, artifact_root)[1] == SPEC
+    pin = publish(tmp_path, SPEC)
+    assert is_pin(pin)
+    assert pin == f"{_current_id(tmp_path)}:{_document(tmp_path)['fingerprint']}"
+    assert load_current_generation(tmp_path, GENERATIONS_DIR, pin) == (_current_id(tmp_path), SPEC)
 
 
 def test_file_is_deterministic_json_with_spec_fingerprint(tmp_path: Path) -> None:
@@ -104,6 +106,7 @@ def test_prune_removes_leftovers_but_never_follows_links(tmp_path: Path) -> None
     outside.mkdir()
     (outside / "keep.txt").write_text("keep")
     root = tmp_path / "root"
+    root.mkdir()
     publish(root, SPEC)
     base = _base(root)
     (base / ".tmp-0123456789abcdef-000009-0123456789abcdef").mkdir()  # a publish that crashed
@@ -234,6 +237,8 @@ def test_ids_are_unique_beyond_one_root(tmp_path: Path) -> None:
     must not see its predecessor's id as its own.
     """
     first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
     publish(first, SPEC)
     publish(second, SPEC)
     assert _current_id(first)[:23] == _current_id(second)[:23]
@@ -270,6 +275,7 @@ def test_bad_current_id_is_refused(tmp_path: Path, content: bytes) -> None:
 
 def test_linked_generation_file_or_directory_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "root"
+    root.mkdir()
     publish(root, SPEC)
     gen_dir = _generation_file(root).parent
     elsewhere = tmp_path / "elsewhere"

@@ -98,20 +98,21 @@ def test_system_exit_from_application_code_is_a_boot_failure(root: Path) -> None
     assert_quiet(outcome)
 
 
-def test_missing_generation_is_a_boot_failure(root: Path) -> None:
+def test_missing_generation_is_an_untrusted_generation(root: Path) -> None:
+    """The supervisor published the generation it pins: gone, someone else removed it."""
     outcome = launch(root)
-    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.CHILD_START_FAILED)])
+    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.GENERATION_UNTRUSTED)])
     assert_quiet(outcome)
 
 
-def test_tampered_generation_is_a_boot_failure(root: Path) -> None:
+def test_tampered_generation_is_an_untrusted_generation(root: Path) -> None:
     publish(root, launch_spec())
     base = root / "var" / "generations"
     path = base / (base / "current").read_text().strip() / "generation.json"
     path.chmod(0o600)
     path.write_bytes(path.read_bytes().replace(b'"workers":2', b'"workers":3'))
     outcome = launch(root)
-    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.CHILD_START_FAILED)])
+    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.GENERATION_UNTRUSTED)])
     assert_quiet(outcome)
 
 

@@ -17,7 +17,8 @@ killed generation left behind cannot be killed); and four lifecycle failures, th
 failures ``worker-task-hook-failed`` and ``worker-task-reset-failed``,
 ``worker-restart-intensity-exceeded`` (process entries, beyond seed 003: off by default)
 and ``worker-containment-failed`` (the containment level could not be set up); and
-``worker-platform-unsupported`` (a platform no pool can run on).
+``worker-platform-unsupported`` (a platform no pool can run on); and
+``worker-generation-untrusted`` (a worker met a generation its supervisor did not write).
 
 One code is not a worker code at all: seed 000's runtime-entrypoint guard is the
 Kernel's, whose failures "must not be reclassified as worker exceptions", so
@@ -70,6 +71,7 @@ class Reason(str, enum.Enum):
     PEER_VERSION_MISMATCH = "worker-peer-version-mismatch"
     START_CANCELLED = "worker-start-cancelled"
     PLATFORM_UNSUPPORTED = "worker-platform-unsupported"
+    GENERATION_UNTRUSTED = "worker-generation-untrusted"
     # CORETSIA_WORKER_LIFECYCLE_FAILED
     LIFECYCLE_FAILED = "worker-lifecycle-failed"
     INVALID_STATE = "worker-invalid-state"
@@ -145,6 +147,7 @@ class ConfigRule(str, enum.Enum):
     UNAVAILABLE = "unavailable"
     INVALID_TARGET = "invalid-target"
     DUPLICATE = "duplicate"
+    UNTRUSTED_PATH = "untrusted-path"
 
 
 #: Which code each reason belongs to.
@@ -164,6 +167,7 @@ REASON_CODES: Final[dict[Reason, ErrorCode]] = {
             Reason.PEER_VERSION_MISMATCH,
             Reason.START_CANCELLED,
             Reason.PLATFORM_UNSUPPORTED,
+            Reason.GENERATION_UNTRUSTED,
         ),
         ErrorCode.START_FAILED,
     ),
@@ -239,6 +243,9 @@ EXPLANATIONS: Final[dict[Reason, str]] = {
     "ready; the pool was shut down without ever running",
     Reason.PLATFORM_UNSUPPORTED: "no pool runs on this platform (Windows, or no fork and "
     "exec); Linux is supported and tested, macOS and other POSIX systems run untested",
+    Reason.GENERATION_UNTRUSTED: "a worker refused to boot: the generation current names "
+    "is not the one its supervisor published, or var/generations is not trusted (owned by "
+    "another user, writable by group or others); something else writes there: find it",
     Reason.LIFECYCLE_FAILED: "the supervisor failed for an unexpected reason",
     Reason.INVALID_STATE: "an invalid state or value was met (for example an invalid task_type)",
     Reason.TASK_SOURCE_TERMINATED: "receive() returned None outside shutdown",
