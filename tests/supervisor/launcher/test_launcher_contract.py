@@ -80,6 +80,10 @@ def test_forbidden_unknown_and_duplicate_arguments_exit_2(root: Path, extra: lis
         {"artifact_root": "var/../var/generations"},
         {"artifact_root": "."},
         {"artifact_root": "link"},  # a symlink out of the root
+        {"generation": None},
+        {"generation": ""},
+        {"generation": "0123456789abcdef-000001-0123456789abcdef"},  # an id without fingerprint
+        {"generation": "x:" + "0" * 64},
     ],
 )
 def test_bad_contract_exits_2(root: Path, tmp_path: Path, changes: dict[str, str | None]) -> None:

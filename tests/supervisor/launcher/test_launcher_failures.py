@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 from launcher_harness import (
+    NO_PIN,
     QUEUE_RUNTIME,
     WAIT,
     Launcher,
     assert_quiet,
+    contract_argv,
     launch,
     launch_spec,
     recorded_calls,
@@ -103,6 +105,15 @@ def test_missing_generation_is_an_untrusted_generation(root: Path) -> None:
     outcome = launch(root)
     assert (outcome.code, outcome.frames) == (1, [Failed(Reason.GENERATION_UNTRUSTED)])
     assert_quiet(outcome)
+
+
+def test_a_generation_its_pin_does_not_name_is_untrusted(root: Path) -> None:
+    """A valid generation, but not the one the spawner pinned: refused, booting nothing."""
+    publish(root, launch_spec())
+    outcome = launch(root, argv=contract_argv({"generation": NO_PIN}))
+    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.GENERATION_UNTRUSTED)])
+    assert_quiet(outcome)
+    assert recorded_calls(root) == []
 
 
 def test_tampered_generation_is_an_untrusted_generation(root: Path) -> None:
