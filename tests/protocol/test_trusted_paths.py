@@ -70,7 +70,8 @@ def test_what_another_user_owns_is_refused(tmp_path: Path) -> None:
     _refused(trusted_paths.check_file, tmp_path / "f")
 
 
-def test_a_symlink_or_the_wrong_kind_is_refused(tmp_path: Path) -> None:
+def test_a_symlink_is_refused_and_a_directory_must_be_one(tmp_path: Path) -> None:
+    """A file's kind is its opener's business; a link is never trusted (mode 0777)."""
     (tmp_path / "d").mkdir(mode=0o700)
     (tmp_path / "f").touch(mode=0o600)
     (tmp_path / "link").symlink_to("d")
@@ -78,7 +79,7 @@ def test_a_symlink_or_the_wrong_kind_is_refused(tmp_path: Path) -> None:
     _refused(trusted_paths.check_dir, tmp_path / "link")
     _refused(trusted_paths.check_dir, tmp_path / "f")
     _refused(trusted_paths.check_file, tmp_path / "file-link")
-    _refused(trusted_paths.check_file, tmp_path / "d")
+    assert trusted_paths.check_file(tmp_path / "d", ROLE) is True
 
 
 def test_make_dir_is_private_whatever_the_umask(tmp_path: Path) -> None:
