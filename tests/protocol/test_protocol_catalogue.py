@@ -67,6 +67,7 @@ class TestSeedCatalogue:
             Reason.PEER_VERSION_MISMATCH,
             Reason.START_CANCELLED,
             Reason.PLATFORM_UNSUPPORTED,
+            Reason.GENERATION_UNTRUSTED,
             Reason.RUNTIME_ENTRYPOINT_UNAVAILABLE,
             Reason.GENERATION_DRAINING,
             Reason.GENERATION_UNKILLABLE,
