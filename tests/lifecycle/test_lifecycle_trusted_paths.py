@@ -30,7 +30,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the attacks need root
 
 
 def _untrusted(role: str) -> str:
-    return f"CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid (key {role}, rule untrusted-path)"
+    error = "CORETSIA_WORKER_CONFIG_INVALID: worker-config-invalid"
+    return f"{error} (key {role}, rule untrusted-path)"
 
 
 def _attacker(command: str, root: Path) -> subprocess.Popen[str]:

@@ -50,9 +50,9 @@ import os
 import stat
 import sys
 
+from coretsia.worker_protocol import trusted_paths
 from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
 from coretsia.worker_protocol.paths import is_safe_relative_path
-from coretsia.worker_protocol import trusted_paths
 from coretsia.worker_protocol.trusted_paths import is_trusted
 
 # Not ``from typing import TYPE_CHECKING``: this module is on the worker boot path, and
