@@ -74,6 +74,17 @@ class Guardian(FramedPeer):
         return self.proc.returncode, out, err
 
 
+def _refused_claim(root: Path) -> Reason:
+    """Why a guardian welcomed with a plain ``hello`` refused the lock claim, silently."""
+    guardian = Guardian(root)
+    guardian.send(hello())
+    assert isinstance(guardian.receive(), Welcome)
+    refused = guardian.receive()
+    assert isinstance(refused, Refused)
+    assert guardian.finish() == (1, b"", b"")
+    return refused.reason
+
+
 def hello(
     version: str = __version__,
     driver: Driver = Driver.FORK,
@@ -122,13 +133,7 @@ class TestHandshake:
     def test_lock_already_held_is_refused(self, runtime_root: Path, hold_lock: HoldLock) -> None:
         """A second guardian for the same root is refused: already running."""
         hold_lock(str(runtime_root / "var/tmp/worker.lock"))
-        guardian = Guardian(runtime_root)
-        guardian.send(hello())
-        assert isinstance(guardian.receive(), Welcome)
-        refused = guardian.receive()
-        assert isinstance(refused, Refused)
-        assert refused.reason is Reason.ALREADY_RUNNING
-        assert guardian.finish() == (1, b"", b"")
+        assert _refused_claim(runtime_root) is Reason.ALREADY_RUNNING
 
     @pytest.mark.parametrize(
         ("path", "mode"),
@@ -149,13 +154,7 @@ class TestHandshake:
         if not target.exists():
             target.touch()
         target.chmod(mode)
-        guardian = Guardian(runtime_root)
-        guardian.send(hello())
-        assert isinstance(guardian.receive(), Welcome)
-        refused = guardian.receive()
-        assert isinstance(refused, Refused)
-        assert refused.reason is Reason.LIFECYCLE_LOCK_FAILED
-        assert guardian.finish() == (1, b"", b"")
+        assert _refused_claim(runtime_root) is Reason.LIFECYCLE_LOCK_FAILED
         assert not lock.probe(str(runtime_root / "var/tmp/worker.lock"))
 
     def test_a_user_namespace_refused_is_a_containment_failure(

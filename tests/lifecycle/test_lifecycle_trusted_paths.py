@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from nobody_attacker import MARKER, plant_generation
-from pools import Supervisor, Supervisors, cli, install_app, lock_held, wait_gone, write_root
+from pools import Supervisor, Supervisors, cli, lock_held, wait_gone, write_root
 
 NOBODY = 65534
 ATTACKER = Path(__file__).resolve().parents[1] / "support" / "nobody_attacker.py"
@@ -116,8 +116,7 @@ class TestAttacks:
         """A publish-shaped generation naming another module, made ``current`` while the
         pool runs (by root: the checks leave nobody no way in): the recycled worker
         refuses to boot it, and the pool fails with the reason instead of staying healthy."""
-        install_app(root, "forge_app.py")
-        write_root(root, task_source="forge_app:on_go", workers=1, max_requests=1)
+        write_root(root, task_source="lifecycle_app:on_go", workers=1, max_requests=1)
         supervisor = supervisors.running(root)
         plant_generation(str(root))
         (root / "go").touch()  # one task: the worker retires, a new one boots

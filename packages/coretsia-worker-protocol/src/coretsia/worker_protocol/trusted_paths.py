@@ -59,15 +59,7 @@ def is_trusted(info: os.stat_result) -> bool:
 
 def check_dir(path: str | os.PathLike[str], role: str) -> bool:
     """Refuse ``path`` unless it is a trusted directory (not a link); False if missing."""
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return False
-    except OSError:
-        refuse(role)
-    if not stat.S_ISDIR(info.st_mode) or not is_trusted(info):
-        refuse(role)
-    return True
+    return _check(path, role, directory=True)
 
 
 def check_file(path: str | os.PathLike[str], role: str) -> bool:
@@ -75,13 +67,17 @@ def check_file(path: str | os.PathLike[str], role: str) -> bool:
 
     Its kind is the opener's business (the lock refuses anything but a regular file).
     """
+    return _check(path, role, directory=False)
+
+
+def _check(path: str | os.PathLike[str], role: str, *, directory: bool) -> bool:
     try:
         info = os.lstat(path)
     except FileNotFoundError:
         return False
     except OSError:
         refuse(role)
-    if not is_trusted(info):
+    if (directory and not stat.S_ISDIR(info.st_mode)) or not is_trusted(info):
         refuse(role)
     return True
 
