@@ -31,27 +31,26 @@ def _refused(check: object, path: Path) -> WorkerConfigError:
 def test_a_private_directory_and_file_of_ours_are_trusted(tmp_path: Path) -> None:
     (tmp_path / "d").mkdir(mode=0o755)
     (tmp_path / "f").touch(mode=0o644)
-    assert trusted_paths.check_dir(tmp_path / "d", ROLE) is True
-    assert trusted_paths.check_file(tmp_path / "f", ROLE) is True
+    assert trusted_paths.check_path(tmp_path / "d", ROLE) is True
+    assert trusted_paths.check_path(tmp_path / "f", ROLE) is True
 
 
 def test_missing_is_not_refused_but_said(tmp_path: Path) -> None:
-    assert trusted_paths.check_dir(tmp_path / "none", ROLE) is False
-    assert trusted_paths.check_file(tmp_path / "none", ROLE) is False
+    assert trusted_paths.check_path(tmp_path / "none", ROLE) is False
 
 
 @pytest.mark.parametrize("mode", [0o775, 0o757, 0o777, 0o1777, 0o730])
 def test_a_directory_others_may_write_into_is_refused(tmp_path: Path, mode: int) -> None:
     (tmp_path / "d").mkdir()
     (tmp_path / "d").chmod(mode)
-    _refused(trusted_paths.check_dir, tmp_path / "d")
+    _refused(trusted_paths.check_path, tmp_path / "d")
 
 
 @pytest.mark.parametrize("mode", [0o620, 0o602, 0o666])
 def test_a_file_others_may_write_is_refused(tmp_path: Path, mode: int) -> None:
     (tmp_path / "f").touch()
     (tmp_path / "f").chmod(mode)
-    _refused(trusted_paths.check_file, tmp_path / "f")
+    _refused(trusted_paths.check_path, tmp_path / "f")
     fd = os.open(tmp_path / "f", os.O_RDONLY)
     try:
         with pytest.raises(WorkerConfigError):
@@ -66,20 +65,20 @@ def test_what_another_user_owns_is_refused(tmp_path: Path) -> None:
     (tmp_path / "f").touch(mode=0o600)
     for path in (tmp_path / "d", tmp_path / "f"):
         os.chown(path, NOBODY, NOBODY)
-    _refused(trusted_paths.check_dir, tmp_path / "d")
-    _refused(trusted_paths.check_file, tmp_path / "f")
+    _refused(trusted_paths.check_path, tmp_path / "d")
+    _refused(trusted_paths.check_path, tmp_path / "f")
 
 
-def test_a_symlink_is_refused_and_a_directory_must_be_one(tmp_path: Path) -> None:
-    """A file's kind is its opener's business; a link is never trusted (mode 0777)."""
+def test_a_symlink_is_refused_the_kind_is_left_to_its_user(tmp_path: Path) -> None:
+    """A link is never trusted (to a directory or a file); a file where a directory
+    belongs is for whatever uses it to refuse (the lock, a publish)."""
     (tmp_path / "d").mkdir(mode=0o700)
     (tmp_path / "f").touch(mode=0o600)
     (tmp_path / "link").symlink_to("d")
     (tmp_path / "file-link").symlink_to("f")
-    _refused(trusted_paths.check_dir, tmp_path / "link")
-    _refused(trusted_paths.check_dir, tmp_path / "f")
-    _refused(trusted_paths.check_file, tmp_path / "file-link")
-    assert trusted_paths.check_file(tmp_path / "d", ROLE) is True
+    _refused(trusted_paths.check_path, tmp_path / "link")
+    _refused(trusted_paths.check_path, tmp_path / "file-link")
+    assert trusted_paths.check_path(tmp_path / "f", ROLE) is True
 
 
 def test_make_dir_is_private_whatever_the_umask(tmp_path: Path) -> None:

@@ -123,8 +123,8 @@ def _trusted(acquire: Callable[[str], int | None], path: str) -> int | None:
     trusted (:mod:`~coretsia.worker_protocol.trusted_paths`); ``start`` checked all this
     already, so a refusal here means the root changed since (``LIFECYCLE_LOCK_FAILED``).
     """
-    trusted_paths.check_dir(os.path.dirname(os.path.dirname(path)), trusted_paths.VAR_DIR)
-    trusted_paths.check_dir(os.path.dirname(path), trusted_paths.RUNTIME_DIR)
+    trusted_paths.check_path(os.path.dirname(os.path.dirname(path)), trusted_paths.VAR_DIR)
+    trusted_paths.check_path(os.path.dirname(path), trusted_paths.RUNTIME_DIR)
     fd = acquire(path)
     if fd is not None:
         try:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from typing import Final
 
-from coretsia.worker_protocol.trusted_paths import QUEUE_DIR, check_dir
+from coretsia.worker_protocol.trusted_paths import QUEUE_DIR, check_path
 
 DIR_MODE: Final = 0o700
 FILE_MODE: Final = 0o600
@@ -30,7 +30,7 @@ def make_private_dirs(path: str) -> None:
 
     Each one we set out to create must then be trusted (``queue-dir``: ours or root's, not
     writable by group or others): another user may have made it first, in a parent open
-    to everyone (:func:`~coretsia.worker_protocol.trusted_paths.check_dir`).
+    to everyone (:func:`~coretsia.worker_protocol.trusted_paths.check_path`).
     """
     missing: list[str] = []
     current = os.path.abspath(path)
@@ -47,7 +47,7 @@ def make_private_dirs(path: str) -> None:
             continue  # made meanwhile (by a sibling worker, which sets its mode): not ours
         os.chmod(directory, DIR_MODE)  # mkdir's mode went through the umask
     for directory in missing:
-        check_dir(directory, QUEUE_DIR)
+        check_path(directory, QUEUE_DIR)
 
 
 def create_private_file(path: str) -> None:

@@ -60,16 +60,16 @@ def trust_runtime_dirs(root: Path, dirs: list[Path]) -> None:
     var = root / os.path.dirname(RUNTIME_DIR)
     trusted_paths.make_dir(var, trusted_paths.VAR_DIR)
     trusted_paths.make_dir(root / RUNTIME_DIR, trusted_paths.RUNTIME_DIR)
-    trusted_paths.check_dir(root / GENERATIONS_DIR, trusted_paths.GENERATIONS_DIR)
+    trusted_paths.check_path(root / GENERATIONS_DIR, trusted_paths.GENERATIONS_DIR)
     for lock in (LOCK_PATH, FENCE_PATH):
-        trusted_paths.check_file(root / lock, trusted_paths.LOCK_FILE)
+        trusted_paths.check_path(root / lock, trusted_paths.LOCK_FILE)
     real_var = Path(os.path.realpath(var))
     for directory in dirs:
         if real_var in directory.parents:
             parts = directory.relative_to(real_var).parts
             for depth in range(1, len(parts) + 1):
                 path = var.joinpath(*parts[:depth])
-                if not trusted_paths.check_dir(path, trusted_paths.RUNTIME_DIR):
+                if not trusted_paths.check_path(path, trusted_paths.RUNTIME_DIR):
                     break  # missing: made under the lock, 0700, below a trusted parent
 
 

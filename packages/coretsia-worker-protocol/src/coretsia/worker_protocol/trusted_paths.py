@@ -7,7 +7,7 @@ directory, a tarball extracted with its owner, a ``chown -R``, a mode of ``1777`
 that someone plant the lock or the generation: root code execution. So, the way
 OpenSSH's ``StrictModes`` treats a home directory, a path is trusted only when its owner
 is the effective uid running the pool or root, and its mode has neither the group's nor
-others' write bit; a directory must be a real directory, not a symlink to one.
+others' write bit; and it must not be a symlink (to a directory or anything else).
 
 Checked top-down (``var``, then ``var/tmp``...): under a trusted directory, only its
 owner or root can create an entry, so a path that is missing is trusted by the time we
@@ -57,27 +57,19 @@ def is_trusted(info: os.stat_result) -> bool:
     return info.st_uid in (os.geteuid(), 0) and not info.st_mode & _UNSAFE_BITS
 
 
-def check_dir(path: str | os.PathLike[str], role: str) -> bool:
-    """Refuse ``path`` unless it is a trusted directory (not a link); False if missing."""
-    return _check(path, role, directory=True)
+def check_path(path: str | os.PathLike[str], role: str) -> bool:
+    """Refuse ``path`` unless it is trusted, and never a symlink; False if it is missing.
 
-
-def check_file(path: str | os.PathLike[str], role: str) -> bool:
-    """Refuse ``path`` unless it is trusted (a link, mode 0777, never is); False if missing.
-
-    Its kind is the opener's business (the lock refuses anything but a regular file).
+    Its kind is the user's business: whatever opens or writes it refuses the wrong one
+    (the lock anything but a regular file, a publish a file where a directory belongs).
     """
-    return _check(path, role, directory=False)
-
-
-def _check(path: str | os.PathLike[str], role: str, *, directory: bool) -> bool:
     try:
         info = os.lstat(path)
     except FileNotFoundError:
         return False
     except OSError:
         refuse(role)
-    if (directory and not stat.S_ISDIR(info.st_mode)) or not is_trusted(info):
+    if stat.S_ISLNK(info.st_mode) or not is_trusted(info):
         refuse(role)
     return True
 
@@ -108,7 +100,7 @@ def make_dir(path: str | os.PathLike[str], role: str) -> None:
             os.fchmod(fd, DIR_MODE)
         finally:
             os.close(fd)
-    check_dir(path, role)
+    check_path(path, role)
 
 
 def refuse(role: str) -> NoReturn:
