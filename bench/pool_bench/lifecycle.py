@@ -6,6 +6,7 @@ the launcher alone, with no supervisor or guardian, explains what S1-S3 spend in
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import subprocess
@@ -93,6 +94,14 @@ def scenario_containment(results: Results, runs: int) -> None:
     results.data["s4_survivors"] = survivors
 
 
+def _published_pin(root: Path) -> str:
+    """The pin the supervisor passed its workers (``<id>:<fingerprint>``), read back."""
+    base = root / "var/generations"
+    gen_id = (base / "current").read_text("ascii").strip()
+    document = json.loads((base / gen_id / "generation.json").read_bytes())
+    return f"{gen_id}:{document['fingerprint']}"
+
+
 def _launcher_once(root: Path) -> tuple[float, float, float]:
     """Spawn one launcher by hand (its internal contract, no supervisor, no guardian).
 
@@ -107,6 +116,7 @@ def _launcher_once(root: Path) -> tuple[float, float, float]:
     argv = [
         PYTHON, "-c", LAUNCHER_CODE,
         "--coretsia-worker-artifact-root=var/generations", "--coretsia-worker-slot=0",
+        f"--coretsia-worker-generation={_published_pin(root)}",
         f"--coretsia-worker-channel-fd={theirs.fileno()}", f"--coretsia-worker-stop-fd={stop_read}",
     ]  # fmt: skip
     try:

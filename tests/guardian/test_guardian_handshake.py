@@ -17,6 +17,7 @@ from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, quick_and_slow_workers, signa
 
 from coretsia.guardian._version import __version__
 from coretsia.supervisor.drivers import FORK_SERVER_CODE
+from coretsia.worker_protocol import lock
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.internal.guardian import (
     Drained,
@@ -73,6 +74,17 @@ class Guardian(FramedPeer):
         return self.proc.returncode, out, err
 
 
+def _refused_claim(root: Path) -> Reason:
+    """Why a guardian welcomed with a plain ``hello`` refused the lock claim, silently."""
+    guardian = Guardian(root)
+    guardian.send(hello())
+    assert isinstance(guardian.receive(), Welcome)
+    refused = guardian.receive()
+    assert isinstance(refused, Refused)
+    assert guardian.finish() == (1, b"", b"")
+    return refused.reason
+
+
 def hello(
     version: str = __version__,
     driver: Driver = Driver.FORK,
@@ -121,13 +133,29 @@ class TestHandshake:
     def test_lock_already_held_is_refused(self, runtime_root: Path, hold_lock: HoldLock) -> None:
         """A second guardian for the same root is refused: already running."""
         hold_lock(str(runtime_root / "var/tmp/worker.lock"))
-        guardian = Guardian(runtime_root)
-        guardian.send(hello())
-        assert isinstance(guardian.receive(), Welcome)
-        refused = guardian.receive()
-        assert isinstance(refused, Refused)
-        assert refused.reason is Reason.ALREADY_RUNNING
-        assert guardian.finish() == (1, b"", b"")
+        assert _refused_claim(runtime_root) is Reason.ALREADY_RUNNING
+
+    @pytest.mark.parametrize(
+        ("path", "mode"),
+        [
+            ("var/tmp", 0o1777),
+            ("var", 0o777),
+            ("var/tmp/worker.lock", 0o666),
+            ("var/tmp/worker.generation.lock", 0o606),
+        ],
+    )
+    def test_an_untrusted_lock_or_directory_is_a_lock_failure(
+        self, runtime_root: Path, path: str, mode: int
+    ) -> None:
+        """The guardian takes no lock in a directory others may write into, nor keeps one
+        whose file they may write: ``start`` refuses that first (by its role), so here
+        the root changed since; the claim is refused and no lock stays held."""
+        target = runtime_root / path
+        if not target.exists():
+            target.touch()
+        target.chmod(mode)
+        assert _refused_claim(runtime_root) is Reason.LIFECYCLE_LOCK_FAILED
+        assert not lock.probe(str(runtime_root / "var/tmp/worker.lock"))
 
     def test_a_user_namespace_refused_is_a_containment_failure(
         self, runtime_root: Path, tmp_path: Path

@@ -68,6 +68,7 @@ class TestSeedCatalogue:
             Reason.START_CANCELLED,
             Reason.PLATFORM_UNSUPPORTED,
             Reason.INTERPRETER_UNAVAILABLE,
+            Reason.GENERATION_UNTRUSTED,
             Reason.RUNTIME_ENTRYPOINT_UNAVAILABLE,
             Reason.GENERATION_DRAINING,
             Reason.GENERATION_UNKILLABLE,

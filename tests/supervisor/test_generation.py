@@ -21,9 +21,12 @@ from coretsia.supervisor.generation import (
     GenerationError,
     canonical_json,
     is_generation_id,
+    is_pin,
     load_current_generation,
     publish,
 )
+from coretsia.worker_protocol.catalogue import ConfigRule
+from coretsia.worker_protocol.exceptions import WorkerConfigError
 from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
 
 SPEC: dict[str, object] = {
@@ -63,9 +66,10 @@ def _document(root: Path) -> dict[str, object]:
 
 
 def test_publish_then_load_round_trips(tmp_path: Path) -> None:
-    artifact_root = publish(tmp_path, SPEC)
-    assert artifact_root == GENERATIONS_DIR
-    assert load_current_generation(tmp_path, artifact_root)[1] == SPEC
+    pin = publish(tmp_path, SPEC)
+    assert is_pin(pin)
+    assert pin == f"{_current_id(tmp_path)}:{_document(tmp_path)['fingerprint']}"
+    assert load_current_generation(tmp_path, GENERATIONS_DIR, pin) == (_current_id(tmp_path), SPEC)
 
 
 def test_file_is_deterministic_json_with_spec_fingerprint(tmp_path: Path) -> None:
@@ -104,6 +108,7 @@ def test_prune_removes_leftovers_but_never_follows_links(tmp_path: Path) -> None
     outside.mkdir()
     (outside / "keep.txt").write_text("keep")
     root = tmp_path / "root"
+    root.mkdir()
     publish(root, SPEC)
     base = _base(root)
     (base / ".tmp-0123456789abcdef-000009-0123456789abcdef").mkdir()  # a publish that crashed
@@ -234,6 +239,8 @@ def test_ids_are_unique_beyond_one_root(tmp_path: Path) -> None:
     must not see its predecessor's id as its own.
     """
     first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
     publish(first, SPEC)
     publish(second, SPEC)
     assert _current_id(first)[:23] == _current_id(second)[:23]
@@ -270,6 +277,7 @@ def test_bad_current_id_is_refused(tmp_path: Path, content: bytes) -> None:
 
 def test_linked_generation_file_or_directory_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "root"
+    root.mkdir()
     publish(root, SPEC)
     gen_dir = _generation_file(root).parent
     elsewhere = tmp_path / "elsewhere"
@@ -294,3 +302,88 @@ def test_unsafe_artifact_root_is_refused(tmp_path: Path, artifact_root: str) -> 
 def test_load_accepts_a_string_root(tmp_path: Path) -> None:
     publish(os.fspath(tmp_path), SPEC)
     assert load_current_generation(os.fspath(tmp_path), GENERATIONS_DIR)[1] == SPEC
+
+
+# --- who wrote it: the pin and the trusted directories ----------------------------------
+
+
+def test_a_pin_accepts_only_the_generation_it_names(tmp_path: Path) -> None:
+    """``current`` swapped to another generation, even one with the same spec and a
+    consistent fingerprint (as anyone could write), is refused for a pinned worker."""
+    first = publish(tmp_path, SPEC)
+    second = publish(tmp_path, SPEC)  # what a forger with write access could have made
+    assert first != second
+    assert load_current_generation(tmp_path, GENERATIONS_DIR, second)[1] == SPEC
+    with pytest.raises(GenerationError):
+        load_current_generation(tmp_path, GENERATIONS_DIR, first)
+
+
+def test_a_pin_refuses_a_rewritten_fingerprint(tmp_path: Path) -> None:
+    pin = publish(tmp_path, SPEC)
+    gen_id = pin.partition(":")[0]
+    with pytest.raises(GenerationError):
+        load_current_generation(tmp_path, GENERATIONS_DIR, f"{gen_id}:{'0' * 64}")
+
+
+@pytest.mark.parametrize(
+    "pin",
+    [
+        "",
+        "0123456789abcdef-000001-0123456789abcdef",
+        "0123456789abcdef-000001-0123456789abcdef:",
+        "0123456789abcdef-000001-0123456789abcdef:" + "A" * 64,
+        "0123456789abcdef-000001-0123456789abcdef:" + "0" * 63,
+        "bad:" + "0" * 64,
+    ],
+)
+def test_only_the_published_shape_is_a_pin(pin: str) -> None:
+    assert not is_pin(pin)
+
+
+@pytest.mark.parametrize("path", ["var", "var/generations", "<generation>"])
+def test_a_directory_others_may_write_is_not_trusted(tmp_path: Path, path: str) -> None:
+    pin = publish(tmp_path, SPEC)
+    target = _generation_file(tmp_path).parent if path == "<generation>" else tmp_path / path
+    target.chmod(0o777)
+    with pytest.raises(GenerationError) as caught:
+        load_current_generation(tmp_path, GENERATIONS_DIR, pin)
+    assert str(caught.value) == "generation directory is not trusted"
+
+
+@pytest.mark.parametrize("name", ["current", GENERATION_FILE])
+def test_a_file_others_may_write_is_not_trusted(tmp_path: Path, name: str) -> None:
+    pin = publish(tmp_path, SPEC)
+    path = _base(tmp_path) / name if name == "current" else _generation_file(tmp_path)
+    path.chmod(0o666)
+    with pytest.raises(GenerationError) as caught:
+        load_current_generation(tmp_path, GENERATIONS_DIR, pin)
+    assert str(caught.value) == "generation file is not trusted"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root")
+def test_a_generation_another_user_owns_is_not_trusted(tmp_path: Path) -> None:
+    pin = publish(tmp_path, SPEC)
+    os.chown(_generation_file(tmp_path), 65534, 65534)
+    with pytest.raises(GenerationError):
+        load_current_generation(tmp_path, GENERATIONS_DIR, pin)
+
+
+def test_publish_is_private_whatever_the_umask(tmp_path: Path) -> None:
+    previous = os.umask(0)
+    try:
+        publish(tmp_path, SPEC)
+    finally:
+        os.umask(previous)
+    for path in (tmp_path / "var", _base(tmp_path), _generation_file(tmp_path).parent):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o700
+    for path in (_generation_file(tmp_path), _base(tmp_path) / "current"):
+        assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_publish_refuses_an_untrusted_generations_dir(tmp_path: Path) -> None:
+    """The supervisor too: it never writes into a directory others may write into."""
+    _base(tmp_path).mkdir(parents=True)
+    _base(tmp_path).chmod(0o777)
+    with pytest.raises(WorkerConfigError) as caught:
+        publish(tmp_path, SPEC)
+    assert (caught.value.key, caught.value.rule) == ("generations-dir", ConfigRule.UNTRUSTED_PATH)

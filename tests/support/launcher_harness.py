@@ -11,6 +11,7 @@ stderr can be asserted empty.
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import socket
@@ -32,30 +33,49 @@ from coretsia.worker_protocol.worker_channel import (
 
 WAIT = 10.0  # upper bound on any single wait; tests finish far sooner
 
-ArgvBuilder = Callable[[int, int], list[str]]
-"""Builds the launcher's argv from the channel and stop descriptors it will inherit."""
+ArgvBuilder = Callable[[int, int, str], list[str]]
+"""Builds the launcher's argv from the channel and stop descriptors it will inherit and
+the pin of the root's published generation."""
 
 CHANNEL = "<channel>"
 STOP = "<stop>"
-"""Placeholders in :func:`contract_argv`'s changes for the descriptors a launcher inherits."""
+PIN = "<pin>"
+"""Placeholders in :func:`contract_argv`'s changes for the descriptors a launcher inherits
+and the published generation's pin."""
+
+NO_PIN = "0123456789abcdef-000001-0123456789abcdef:" + "0" * 64
+"""A pin of the right shape, for a root with no generation."""
+
+
+def published_pin(root: Path) -> str:
+    """The pin ``publish`` returned for the root's current generation (what the supervisor
+    passes its workers), read back from the files; :data:`NO_PIN` when there is none."""
+    base = root / "var" / "generations"
+    try:
+        gen_id = (base / "current").read_text("ascii").strip()
+        document = json.loads((base / gen_id / "generation.json").read_bytes())
+    except (OSError, ValueError):
+        return NO_PIN
+    return f"{gen_id}:{document['fingerprint']}"
 
 
 def contract_argv(
     changes: dict[str, str | None] | None = None, extra: list[str] | None = None
 ) -> ArgvBuilder:
-    """The four contract arguments, with some changed (None: left out), then ``extra``."""
+    """The five contract arguments, with some changed (None: left out), then ``extra``."""
 
-    def build(channel_fd: int, stop_fd: int) -> list[str]:
+    def build(channel_fd: int, stop_fd: int, pin: str) -> list[str]:
         values: dict[str, str | None] = {
             "artifact_root": "var/generations",
+            "generation": PIN,
             "slot": "1",
             "channel_fd": CHANNEL,
             "stop_fd": STOP,
         }
         values.update(changes or {})
-        fds = {CHANNEL: str(channel_fd), STOP: str(stop_fd)}
+        known = {CHANNEL: str(channel_fd), STOP: str(stop_fd), PIN: pin}
         return [
-            f"--coretsia-worker-{key.replace('_', '-')}={fds.get(value, value)}"
+            f"--coretsia-worker-{key.replace('_', '-')}={known.get(value, value)}"
             for key, value in values.items()
             if value is not None
         ] + (extra or [])
@@ -143,7 +163,7 @@ class Launcher:
                     *python_flags,
                     "-m",
                     "coretsia.supervisor.launcher",
-                    *build(child_channel.fileno(), stop_read),
+                    *build(child_channel.fileno(), stop_read, published_pin(root)),
                 ],
                 cwd=root,
                 env=env,

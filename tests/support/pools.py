@@ -119,9 +119,10 @@ class Supervisor:
         env: dict[str, str] | None = None,
         python: str | None = None,
         user: int | None = None,
+        umask: int = -1,
     ) -> None:
         """``python``: another interpreter to run it with; ``user``: the uid (and gid) it
-        runs as, every other group dropped (root only)."""
+        runs as, every other group dropped (root only); ``umask``: its umask (-1: ours)."""
         self.root = root
         command = SUPERVISOR if python is None else [python, *SUPERVISOR[1:]]
         self.proc = subprocess.Popen(
@@ -130,6 +131,7 @@ class Supervisor:
             user=user,
             group=user,
             extra_groups=None if user is None else [],
+            umask=umask,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

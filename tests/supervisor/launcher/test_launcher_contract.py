@@ -80,6 +80,10 @@ def test_forbidden_unknown_and_duplicate_arguments_exit_2(root: Path, extra: lis
         {"artifact_root": "var/../var/generations"},
         {"artifact_root": "."},
         {"artifact_root": "link"},  # a symlink out of the root
+        {"generation": None},
+        {"generation": ""},
+        {"generation": "0123456789abcdef-000001-0123456789abcdef"},  # an id without fingerprint
+        {"generation": "x:" + "0" * 64},
     ],
 )
 def test_bad_contract_exits_2(root: Path, tmp_path: Path, changes: dict[str, str | None]) -> None:
@@ -109,11 +113,12 @@ def test_parent_pid_mismatch_exits_1_without_ready(root: Path) -> None:
 
 INTERMEDIATE = """
 import os, subprocess, sys
-channel_fd, stop_fd = int(sys.argv[1]), int(sys.argv[2])
+channel_fd, stop_fd, pin = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 env = dict(os.environ, CORETSIA_WORKER_PARENT_PID=str(os.getpid()))
 worker = subprocess.Popen(
     [sys.executable, "-m", "coretsia.supervisor.launcher",
      "--coretsia-worker-artifact-root=var/generations", "--coretsia-worker-slot=0",
+     f"--coretsia-worker-generation={pin}",
      f"--coretsia-worker-channel-fd={channel_fd}", f"--coretsia-worker-stop-fd={stop_fd}"],
     pass_fds=(channel_fd, stop_fd), env=env,
 )
@@ -126,11 +131,11 @@ sys.stdin.read()
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
 def test_worker_dies_with_its_spawner(root: Path) -> None:
     """SIGKILL the process that spawned the worker: the worker must not survive it."""
-    publish(root, launch_spec())
+    pin = publish(root, launch_spec())
     channel, child_channel = socket.socketpair()
     stop_read, stop_write = os.pipe()
     spawner = subprocess.Popen(
-        [sys.executable, "-c", INTERMEDIATE, str(child_channel.fileno()), str(stop_read)],
+        [sys.executable, "-c", INTERMEDIATE, str(child_channel.fileno()), str(stop_read), pin],
         cwd=root,
         pass_fds=(child_channel.fileno(), stop_read),
         stdin=subprocess.PIPE,

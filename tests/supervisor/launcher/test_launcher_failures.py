@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 from launcher_harness import (
+    NO_PIN,
     QUEUE_RUNTIME,
     WAIT,
     Launcher,
     assert_quiet,
+    contract_argv,
     launch,
     launch_spec,
     recorded_calls,
@@ -98,20 +100,30 @@ def test_system_exit_from_application_code_is_a_boot_failure(root: Path) -> None
     assert_quiet(outcome)
 
 
-def test_missing_generation_is_a_boot_failure(root: Path) -> None:
+def test_missing_generation_is_an_untrusted_generation(root: Path) -> None:
+    """The supervisor published the generation it pins: gone, someone else removed it."""
     outcome = launch(root)
-    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.CHILD_START_FAILED)])
+    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.GENERATION_UNTRUSTED)])
     assert_quiet(outcome)
 
 
-def test_tampered_generation_is_a_boot_failure(root: Path) -> None:
+def test_a_generation_its_pin_does_not_name_is_untrusted(root: Path) -> None:
+    """A valid generation, but not the one the spawner pinned: refused, booting nothing."""
+    publish(root, launch_spec())
+    outcome = launch(root, argv=contract_argv({"generation": NO_PIN}))
+    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.GENERATION_UNTRUSTED)])
+    assert_quiet(outcome)
+    assert recorded_calls(root) == []
+
+
+def test_tampered_generation_is_an_untrusted_generation(root: Path) -> None:
     publish(root, launch_spec())
     base = root / "var" / "generations"
     path = base / (base / "current").read_text().strip() / "generation.json"
     path.chmod(0o600)
     path.write_bytes(path.read_bytes().replace(b'"workers":2', b'"workers":3'))
     outcome = launch(root)
-    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.CHILD_START_FAILED)])
+    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.GENERATION_UNTRUSTED)])
     assert_quiet(outcome)
 
 

@@ -303,3 +303,23 @@ def _running(pid):
 
 def escapee_watch(ctx):
     return EscapeeWatch(ctx)
+
+
+class OnGo(IdleSource):
+    """One task once ``go`` exists in the root, then idle: with ``max_requests = 1`` its
+    worker retires when the test says, and a recycled one boots."""
+
+    given = False
+
+    def receive(self):
+        while not self.given:
+            if os.path.exists("go"):
+                self.given = True
+                return Task(lambda: None)
+            if self.ctx.wait_for_stop(0.02):
+                return None
+        return super().receive()
+
+
+def on_go(ctx):
+    return OnGo(ctx)

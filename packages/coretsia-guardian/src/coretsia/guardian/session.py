@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 
 import trio
 
@@ -12,9 +13,9 @@ from coretsia.guardian._version import __version__
 from coretsia.guardian.containers import prepare_container
 from coretsia.guardian.runtime import run_generation
 from coretsia.guardian.supervisor_link import SupervisorLink
-from coretsia.worker_protocol import lock
+from coretsia.worker_protocol import lock, trusted_paths
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.exceptions import WorkerStartFailedError
+from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerStartFailedError
 from coretsia.worker_protocol.internal.guardian import (
     GuardianFrame,
     Hello,
@@ -85,8 +86,8 @@ async def _claim_lock(hello: Hello) -> tuple[int, int] | Reason:
     beside an old one's process.
     """
     try:
-        lock_fd = lock.acquire(LOCK_PATH)
-    except OSError:  # not a busy lock: the file cannot be created or locked at all
+        lock_fd = _trusted(lock.acquire, LOCK_PATH)
+    except (OSError, WorkerConfigError):  # not a busy lock: cannot be created, locked, trusted
         return Reason.LIFECYCLE_LOCK_FAILED
     if lock_fd is None:
         return Reason.ALREADY_RUNNING
@@ -99,7 +100,7 @@ async def _claim_lock(hello: Hello) -> tuple[int, int] | Reason:
         event("guardian.left-behind-killed", logging.WARNING, count=killed)
     try:
         fence_fd = _claim_fence()
-    except OSError:
+    except (OSError, WorkerConfigError):
         os.close(lock_fd)
         return Reason.LIFECYCLE_LOCK_FAILED
     if fence_fd is None:
@@ -114,4 +115,21 @@ def _claim_fence() -> int | None:
     """Take the generation fence under the lock, unless old workers still hold it."""
     if lock.probe(FENCE_PATH):
         return None
-    return lock.acquire_shared(FENCE_PATH)
+    return _trusted(lock.acquire_shared, FENCE_PATH)
+
+
+def _trusted(acquire: Callable[[str], int | None], path: str) -> int | None:
+    """Take a lock file, only in trusted directories and only if what was opened is
+    trusted (:mod:`~coretsia.worker_protocol.trusted_paths`); ``start`` checked all this
+    already, so a refusal here means the root changed since (``LIFECYCLE_LOCK_FAILED``).
+    """
+    trusted_paths.check_path(os.path.dirname(os.path.dirname(path)), trusted_paths.VAR_DIR)
+    trusted_paths.check_path(os.path.dirname(path), trusted_paths.RUNTIME_DIR)
+    fd = acquire(path)
+    if fd is not None:
+        try:
+            trusted_paths.check_fd(fd, trusted_paths.LOCK_FILE)
+        except WorkerConfigError:
+            os.close(fd)
+            raise
+    return fd

@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 from typing import Final
 
+from coretsia.worker_protocol.trusted_paths import QUEUE_DIR, check_path
+
 DIR_MODE: Final = 0o700
 FILE_MODE: Final = 0o600
 _NOFOLLOW: Final = getattr(os, "O_NOFOLLOW", 0)
@@ -24,7 +26,12 @@ _CLOEXEC: Final = getattr(os, "O_CLOEXEC", 0)
 
 
 def make_private_dirs(path: str) -> None:
-    """Create ``path`` and its missing parents, each ``0700``; existing ones are untouched."""
+    """Create ``path`` and its missing parents, each ``0700``; existing ones are untouched.
+
+    Each one we set out to create must then be trusted (``queue-dir``: ours or root's, not
+    writable by group or others): another user may have made it first, in a parent open
+    to everyone (:func:`~coretsia.worker_protocol.trusted_paths.check_path`).
+    """
     missing: list[str] = []
     current = os.path.abspath(path)
     while not os.path.isdir(current):
@@ -39,6 +46,8 @@ def make_private_dirs(path: str) -> None:
         except FileExistsError:
             continue  # made meanwhile (by a sibling worker, which sets its mode): not ours
         os.chmod(directory, DIR_MODE)  # mkdir's mode went through the umask
+    for directory in missing:
+        check_path(directory, QUEUE_DIR)
 
 
 def create_private_file(path: str) -> None:

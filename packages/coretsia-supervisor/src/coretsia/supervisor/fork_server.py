@@ -98,6 +98,7 @@ BOOT_MODULES: Final = (
     "coretsia.worker_protocol.catalogue",
     "coretsia.worker_protocol.internal.runtime.imports",
     "coretsia.worker_protocol.paths",
+    "coretsia.worker_protocol.trusted_paths",
     "coretsia.worker_protocol.worker_conversation",
     "fcntl",
     "importlib",

@@ -25,10 +25,22 @@ Writer and readers are split on purpose:
   renames the directory into place (a generation appears whole or not at all), then swaps
   ``current`` with a temp-file-and-rename, then removes every other generation.
 * :func:`load_current_generation` runs on every worker's boot path. It imports only
-  :mod:`os`, :mod:`json` and CPython's built-in SHA-256 (interpreter start-up dominates
-  pool start and recycle), never writes, never scans for a newest directory and never
-  falls back: anything off is a :class:`GenerationError` whose message is a fixed
-  phrase, never file content.
+  :mod:`os`, :mod:`json`, CPython's built-in SHA-256 and the tiny
+  :mod:`~coretsia.worker_protocol.trusted_paths` (interpreter start-up dominates pool
+  start and recycle), never writes, never scans for a newest directory and never falls
+  back: anything off is a :class:`GenerationError` whose message is a fixed phrase,
+  never file content.
+
+Who wrote it. The fingerprint alone proves nothing: anyone can recompute a SHA-256. So
+:func:`publish` returns the generation's *pin*, ``<id>:<fingerprint>``, and the supervisor
+hands it to every worker it spawns in argv (``--coretsia-worker-generation``), through
+the guardian's channel (and the fork server's), never through a file. A worker given a
+pin boots only if ``current`` names the pinned id and the file records the pinned
+fingerprint (whose spec hashes to it): a generation written by anyone but the supervisor
+of its run is refused, whatever its content. The pin is no secret (a worker's argv is
+public): forging a spec with a given SHA-256 is what cannot be done. On top of that the
+reader trusts nothing under a directory or file another user owns or may write into (see
+:mod:`~coretsia.worker_protocol.trusted_paths`).
 """
 
 from __future__ import annotations
@@ -38,8 +50,10 @@ import os
 import stat
 import sys
 
+from coretsia.worker_protocol import trusted_paths
 from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
 from coretsia.worker_protocol.paths import is_safe_relative_path
+from coretsia.worker_protocol.trusted_paths import is_trusted
 
 # Not ``from typing import TYPE_CHECKING``: this module is on the worker boot path, and
 # type checkers honour a module-level ``TYPE_CHECKING`` all the same.
@@ -79,6 +93,7 @@ _COUNTER_LEN = 6
 _NONCE_BYTES = 8
 _ID_LEN = _PREFIX_LEN + 1 + _COUNTER_LEN + 1 + 2 * _NONCE_BYTES
 _COUNTER_END = _PREFIX_LEN + 1 + _COUNTER_LEN
+_FINGERPRINT_LEN = 64
 _MAX_COUNTER = 10**_COUNTER_LEN - 1
 _TMP_PREFIX = ".tmp-"
 _CURRENT_TMP = ".current.tmp"
@@ -118,6 +133,17 @@ def is_generation_id(name: str) -> bool:
     )
 
 
+def is_pin(value: str) -> bool:
+    """True for ``<generation id>:<64 lowercase hex>``, what :func:`publish` returns."""
+    gen_id, sep, digest = value.partition(":")
+    return (
+        bool(sep)
+        and is_generation_id(gen_id)
+        and len(digest) == _FINGERPRINT_LEN
+        and _HEX.issuperset(digest)
+    )
+
+
 # --- writer (supervisor) -------------------------------------------------------------
 
 
@@ -125,8 +151,9 @@ def publish(root: str | os.PathLike[str], spec: Mapping[str, object]) -> str:
     """Publish ``spec`` as a new generation, make it current, prune the others.
 
     Call only while holding the lifecycle lock: the lock is what makes this the single
-    writer, so the temporary names and the counter need no further coordination.
-    Returns the artifact root, relative to ``root``, that workers receive in argv.
+    writer, so the temporary names and the counter need no further coordination. The
+    artifact root workers receive in argv is always :data:`GENERATIONS_DIR`; returns the
+    generation's pin (``<id>:<fingerprint>``), which workers receive in argv too.
     """
     try:
         spec_bytes = canonical_json(spec)
@@ -141,13 +168,14 @@ def publish(root: str | os.PathLike[str], spec: Mapping[str, object]) -> str:
 
     base = os.path.join(os.fspath(root), GENERATIONS_DIR)
     try:
-        os.makedirs(base, mode=0o700, exist_ok=True)
+        trusted_paths.make_dir(os.path.dirname(base), trusted_paths.VAR_DIR)
+        trusted_paths.make_dir(base, trusted_paths.GENERATIONS_DIR)
         counter = _next_counter(base)
         gen_id = (
             f"{digest[:_PREFIX_LEN]}-{counter:0{_COUNTER_LEN}d}-{os.urandom(_NONCE_BYTES).hex()}"
         )
         tmp_dir = os.path.join(base, _TMP_PREFIX + gen_id)
-        os.mkdir(tmp_dir, 0o700)
+        trusted_paths.make_dir(tmp_dir, trusted_paths.GENERATION)
         _write_durably(tmp_dir, GENERATION_FILE, document)
         os.rename(tmp_dir, os.path.join(base, gen_id))
         _fsync_dir(base)
@@ -155,7 +183,7 @@ def publish(root: str | os.PathLike[str], spec: Mapping[str, object]) -> str:
         _prune(base, keep=gen_id)
     except OSError:
         raise GenerationError("generation could not be written") from None
-    return GENERATIONS_DIR
+    return f"{gen_id}:{digest}"
 
 
 def _next_counter(base: str) -> int:
@@ -190,6 +218,7 @@ def _write_durably(directory: str, name: str, data: bytes, tmp_name: str | None 
     remove_path(tmp)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o600)
     try:
+        os.fchmod(fd, 0o600)  # the mode went through the umask: exactly ours, whatever it is
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]
@@ -237,26 +266,28 @@ def remove_path(path: str) -> None:
 
 
 def load_current_generation(
-    root: str | os.PathLike[str], artifact_root: str
+    root: str | os.PathLike[str], artifact_root: str, pin: str | None = None
 ) -> tuple[str, dict[str, object]]:
     """Return the id and the spec of the generation ``current`` names, verified, or raise.
 
-    ``artifact_root`` is the relative path the worker received in argv. This never writes,
-    never looks at any generation but the one ``current`` names, and never falls back.
-    The id is unique per ``start`` (a counter follows the fingerprint), so a task source
-    can tell its own generation's leases from a previous one's.
+    ``artifact_root`` and ``pin`` are what the worker received in argv; with a pin, only
+    the generation its supervisor published is accepted (see the module docstring). Only
+    the supervisor reads without one: its own previous run's generation. This never
+    writes, never looks at any generation but the one ``current`` names, and never falls
+    back. The id is unique per ``start`` (a counter follows the fingerprint), so a task
+    source can tell its own generation's leases from a previous one's.
     """
     if not is_safe_relative_path(artifact_root):
         raise GenerationError("artifact root is not a safe relative path")
-    base = os.path.join(os.fspath(root), artifact_root)
+    base = os.fspath(root)
+    for part in artifact_root.split("/"):
+        base = os.path.join(base, part)
+        _require_trusted_dir(base)
     gen_id = _load_current_id(base)
+    if pin is not None and pin.partition(":")[0] != gen_id:
+        raise GenerationError("current generation is not the one this run published")
     gen_dir = os.path.join(base, gen_id)
-    try:
-        is_dir = stat.S_ISDIR(os.lstat(gen_dir).st_mode)
-    except OSError:
-        is_dir = False
-    if not is_dir:
-        raise GenerationError("current generation is missing")
+    _require_trusted_dir(gen_dir)
     raw = _read_bounded(os.path.join(gen_dir, GENERATION_FILE), MAX_GENERATION_BYTES)
     try:
         document = json.loads(raw.decode("utf-8"))
@@ -276,7 +307,21 @@ def load_current_generation(
         raise GenerationError("generation file has the wrong types")
     if fingerprint(spec) != recorded or not gen_id.startswith(recorded[:_PREFIX_LEN]):
         raise GenerationError("generation fingerprint does not match")
+    if pin is not None and pin.partition(":")[2] != recorded:
+        raise GenerationError("generation is not the one this run published")
     return gen_id, spec
+
+
+def _require_trusted_dir(path: str) -> None:
+    """A real directory (not a link) that only its owner, us or root, may write into."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        raise GenerationError("generation directory is missing") from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise GenerationError("generation directory is missing")
+    if not is_trusted(info):
+        raise GenerationError("generation directory is not trusted")
 
 
 def _load_current_id(base: str) -> str:
@@ -300,8 +345,11 @@ def _read_bounded(path: str, limit: int) -> bytes:
     except OSError:
         raise GenerationError("generation file is missing or unreadable") from None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             raise GenerationError("generation file is not a regular file")
+        if not is_trusted(info):
+            raise GenerationError("generation file is not trusted")
         chunks: list[bytes] = []
         size = 0
         while size <= limit:

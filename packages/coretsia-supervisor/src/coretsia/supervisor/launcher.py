@@ -27,6 +27,7 @@ The contract with the spawner:
 argv, each exactly once, in any order::
 
     --coretsia-worker-artifact-root=<root-relative path>   (normally var/generations)
+    --coretsia-worker-generation=<id>:<fingerprint>        (the pin publish returned)
     --coretsia-worker-slot=<n>                             (0 <= n < workers)
     --coretsia-worker-channel-fd=<fd>                      (connected AF_UNIX stream socket)
     --coretsia-worker-stop-fd=<fd>                         (read end of the stop pipe)
@@ -36,7 +37,11 @@ descriptor below 3 or the same descriptor twice, the per-file arguments the seed
 (``--coretsia-worker-module-manifest``, ``--coretsia-worker-config``,
 ``--coretsia-worker-container``, with or without a value), an artifact root that is not
 a safe relative path or does not resolve (symlinks included) strictly inside the working
-directory.
+directory, a generation pin of another shape. The worker boots only the generation its
+pin names (``current`` must name it, and its file record the pinned fingerprint), and
+only from directories and files owned by its own user or root and writable by no one
+else (:mod:`coretsia.supervisor.generation`); anything else is a ``failed`` frame with
+``worker-generation-untrusted``: a generation the supervisor of this run did not write.
 
 environment: ``CORETSIA_WORKER_PARENT_PID=<pid of the spawning process>``. On Linux the
 launcher first arms ``PR_SET_PDEATHSIG`` (SIGKILL), then checks that its parent is still
@@ -135,7 +140,7 @@ def _run(argv: list[str], *, armed: bool) -> int:
     from coretsia.supervisor.worker.contract import adopt_stop_fd, parse, project_root
 
     try:
-        artifact_root, slot, channel_fd, stop_fd = parse(argv)
+        artifact_root, pin, slot, channel_fd, stop_fd = parse(argv)
         root = project_root(artifact_root)
         channel = open_channel(channel_fd)
     except WorkerExit as refused:
@@ -143,7 +148,7 @@ def _run(argv: list[str], *, armed: bool) -> int:
     reporter = Reporter(channel)
     try:
         adopt_stop_fd(stop_fd)
-        return _serve(reporter, root, artifact_root, slot, stop_fd, armed=armed)
+        return _serve(reporter, root, (artifact_root, pin), slot, stop_fd, armed=armed)
     except WorkerExit as leaving:
         if leaving.reason is not None:
             reporter.fail(leaving.reason, leaving.__cause__)
@@ -159,9 +164,16 @@ def _run(argv: list[str], *, armed: bool) -> int:
 
 
 def _serve(
-    reporter: Reporter, root: str, artifact_root: str, slot: int, stop_fd: int, *, armed: bool
+    reporter: Reporter,
+    root: str,
+    generation_args: tuple[str, str],
+    slot: int,
+    stop_fd: int,
+    *,
+    armed: bool,
 ) -> int:
-    """Boot from the generation; run a task worker or, past the task slots, an entry."""
+    """Boot from the generation (artifact root and pin); run a task worker or, past the
+    task slots, an entry."""
     from coretsia.supervisor.generation import GenerationError, load_current_generation
     from coretsia.supervisor.stop_signal import StopSignal
 
@@ -169,9 +181,10 @@ def _serve(
         raise failure("CHILD_START_FAILED")
     mark_managed()  # a worker, of either kind, never starts a pool of its own
     try:
-        generation, spec = load_current_generation(root, artifact_root)
+        generation, spec = load_current_generation(root, *generation_args)
     except GenerationError as error:
-        raise failure("CHILD_START_FAILED") from error
+        # The supervisor published and pinned it: anything else is someone else's.
+        raise failure("GENERATION_UNTRUSTED") from error
     reporter.debug = spec.get("debug") is True
     if "heartbeat_timeout_ms" in spec:  # absent: off (a generation written by hand)
         reporter.heartbeat_timeout_ms = _count(spec, "heartbeat_timeout_ms", 0)

@@ -2,10 +2,10 @@
 ``ProcessManager.start()``.
 
 Both callers have loaded the configuration and frozen the generation spec; this module
-does the rest of seed 000's start in one place: the state directory, the guardian's
-``hello`` (sent before trio is imported, to the guardian ``start`` spawned early), the
-subreaper (what a killed guardian leaves behind comes to us), the log handler, and the
-trio run.
+does the rest of seed 000's start in one place: the runtime directories (checked
+trusted, made if missing), the guardian's ``hello`` (sent before trio is imported, to the
+guardian ``start`` spawned early), the subreaper (what a killed guardian leaves behind
+comes to us), the log handler, and the trio run.
 """
 
 from __future__ import annotations
@@ -26,12 +26,11 @@ from coretsia.supervisor.drivers import (
 from coretsia.supervisor.guardian_process import send_early, without_service_manager
 from coretsia.supervisor.platforms import require_supported_platform
 from coretsia.supervisor.process.ipc_resources import require_ipc
-from coretsia.supervisor.runtime_files import runtime_dirs
+from coretsia.supervisor.runtime_files import runtime_dirs, trust_runtime_dirs
 from coretsia.worker_protocol.internal.guardian import Hello
 from coretsia.worker_protocol.internal.guardian_conversation import SupervisorEnd
 from coretsia.worker_protocol.internal.runtime.logs import wants_json
 from coretsia.worker_protocol.internal.runtime.subreaper import become_subreaper
-from coretsia.worker_protocol.lifecycle import RUNTIME_DIR
 from coretsia.worker_protocol.vocabulary import Containment
 
 TYPE_CHECKING = False
@@ -77,8 +76,8 @@ def run_supervisor(
     fork_server = fork_server_argv(config.worker, driver, containment)
     require_ipc(spec)  # like the driver: refused before anything is started
     metrics = _metrics_endpoint(config)
-    runtime_dirs(root, config, transport)  # refused before anything is written outside
-    (root / RUNTIME_DIR).mkdir(parents=True, exist_ok=True)
+    # Refused before anything is written outside the root, or used that is not trusted.
+    trust_runtime_dirs(root, runtime_dirs(root, config, transport))
     hello = Hello(
         peer_version=__version__,
         driver=driver,

@@ -19,15 +19,18 @@ import attrs
 from coretsia.supervisor import files
 from coretsia.supervisor.config import PoolConfig
 from coretsia.supervisor.config.rules import check_path_claims
+from coretsia.worker_protocol import trusted_paths
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.endpoint import endpoint_hash
 from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerLifecycleFailedError
 from coretsia.worker_protocol.lifecycle import (
     CANONICAL_PATHS,
     ENDPOINT_KEY_PATH,
+    FENCE_PATH,
     GENERATIONS_DIR,
     LOCATOR_PATH,
     LOCATOR_TMP_PATH,
+    LOCK_PATH,
     RUNTIME_DIR,
 )
 from coretsia.worker_protocol.locator import Locator, encode_locator
@@ -40,6 +43,34 @@ if TYPE_CHECKING:
 
 PROGRESS_INTERVAL_S: Final = 0.1
 """How often a start's progress reaches the state file (and a terminal) at most."""
+
+
+def trust_runtime_dirs(root: Path, dirs: list[Path]) -> None:
+    """Refuse a runtime directory or lock file that is not trusted; make ``var/tmp``.
+
+    Before the guardian touches anything (``start`` and ``ProcessManager.start`` alike):
+    ``var``, ``var/tmp`` (both made ``0700``, whatever the umask, when missing),
+    ``var/generations``, the lock and the fence, and every directory of ``dirs`` (from
+    :func:`runtime_dirs`) that lies under ``var``, each with its parents, must be owned by
+    the pool's user or root and writable by no one else, and a directory must not be a
+    symlink (:mod:`~coretsia.worker_protocol.trusted_paths`). Top-down, so that whatever
+    is still missing can only be made by us. A refusal is the configuration error naming
+    the path's role (``key runtime-dir, rule untrusted-path``), exit 6, before any worker.
+    """
+    var = root / os.path.dirname(RUNTIME_DIR)
+    trusted_paths.make_dir(var, trusted_paths.VAR_DIR)
+    trusted_paths.make_dir(root / RUNTIME_DIR, trusted_paths.RUNTIME_DIR)
+    trusted_paths.check_path(root / GENERATIONS_DIR, trusted_paths.GENERATIONS_DIR)
+    for lock in (LOCK_PATH, FENCE_PATH):
+        trusted_paths.check_path(root / lock, trusted_paths.LOCK_FILE)
+    real_var = Path(os.path.realpath(var))
+    for directory in dirs:
+        if real_var in directory.parents:
+            parts = directory.relative_to(real_var).parts
+            for depth in range(1, len(parts) + 1):
+                path = var.joinpath(*parts[:depth])
+                if not trusted_paths.check_path(path, trusted_paths.RUNTIME_DIR):
+                    break  # missing: made under the lock, 0700, below a trusted parent
 
 
 def runtime_dirs(root: Path, config: PoolConfig, transport: Transport) -> list[Path]:

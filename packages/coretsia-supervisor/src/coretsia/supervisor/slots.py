@@ -45,6 +45,7 @@ from coretsia.worker_protocol.exceptions import (
 from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.internal.guardian import Spawn
 from coretsia.worker_protocol.internal.runtime.logs import event
+from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
 from coretsia.worker_protocol.runtime_entrypoints import entrypoint_for
 from coretsia.worker_protocol.vocabulary import PoolStatus
 from coretsia.worker_protocol.worker_channel import (
@@ -142,7 +143,7 @@ class Slots:
         pool: Pool,
         link: GuardianLink,
         config: PoolConfig,
-        artifact_root: str,
+        pin: str,
         on_ready: Callable[[], None],
     ) -> None:
         self._pool = pool
@@ -157,7 +158,7 @@ class Slots:
         self._start_timeout_s = config.budgets.start_timeout_ms / 1000
         self._entrypoint = entrypoint_for(config.worker.task_type.value)
         self._heartbeat_timeout_s = config.budgets.heartbeat_timeout_ms / 1000
-        self._artifact_root = artifact_root
+        self._pin = pin
         self._on_ready = on_ready
         self._turns = RetireTurns()
 
@@ -305,7 +306,8 @@ class Slots:
             sys.executable,
             "-c",
             LAUNCHER_CODE,
-            f"--coretsia-worker-artifact-root={self._artifact_root}",
+            f"--coretsia-worker-artifact-root={GENERATIONS_DIR}",
+            f"--coretsia-worker-generation={self._pin}",
             f"--coretsia-worker-slot={slot.index}",
             "--coretsia-worker-channel-fd=3",
             "--coretsia-worker-stop-fd=4",

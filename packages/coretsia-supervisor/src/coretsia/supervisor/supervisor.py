@@ -226,7 +226,7 @@ class Supervisor:
             ipc = self._ipc.open()  # under the lock; the generation records where it is
             spec = self._spec if ipc is None else {**self._spec, "ipc": ipc}
             try:
-                artifact_root = generation.publish(self._root, spec)
+                pin = generation.publish(self._root, spec)
             except generation.GenerationError as exc:
                 raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
             self._files.remove_stale()
@@ -239,7 +239,7 @@ class Supervisor:
                 self._metrics.open(self._pool)  # under the lock, like the control server
             self._publish_state()
             self._files.publish_locator(self._credential)
-        return Slots(self._pool, link, config, artifact_root, self._on_ready)
+        return Slots(self._pool, link, config, pin, self._on_ready)
 
     # -- what the slots and the guardian report -----------------------------------------
 

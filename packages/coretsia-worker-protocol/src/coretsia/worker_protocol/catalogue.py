@@ -18,11 +18,12 @@ killed generation left behind cannot be killed); and four lifecycle failures, th
 failures ``worker-task-hook-failed`` and ``worker-task-reset-failed``,
 ``worker-restart-intensity-exceeded`` (process entries, beyond seed 003: off by default)
 and ``worker-containment-failed`` (the containment level could not be set up);
-``worker-platform-unsupported`` (a platform no pool can run on); and two task-source
-failures that name their cause where seed 000 has only "receive" or "settlement failed",
-``worker-task-source-corrupt`` and ``worker-task-source-full`` (a source raises
-:class:`~coretsia.worker_protocol.task_source.TaskSourceStorageError` to report them, at
-``assert_ready`` as while running).
+``worker-platform-unsupported`` (a platform no pool can run on);
+``worker-generation-untrusted`` (a worker met a generation its supervisor did not write);
+and two task-source failures that name their cause where seed 000 has only "receive" or
+"settlement failed", ``worker-task-source-corrupt`` and ``worker-task-source-full`` (a
+source raises :class:`~coretsia.worker_protocol.task_source.TaskSourceStorageError` to
+report them, at ``assert_ready`` as while running).
 
 One code is not a worker code at all: seed 000's runtime-entrypoint guard is the
 Kernel's, whose failures "must not be reclassified as worker exceptions", so
@@ -76,6 +77,7 @@ class Reason(str, enum.Enum):
     START_CANCELLED = "worker-start-cancelled"
     PLATFORM_UNSUPPORTED = "worker-platform-unsupported"
     INTERPRETER_UNAVAILABLE = "worker-interpreter-unavailable"
+    GENERATION_UNTRUSTED = "worker-generation-untrusted"
     # CORETSIA_WORKER_LIFECYCLE_FAILED
     LIFECYCLE_FAILED = "worker-lifecycle-failed"
     INVALID_STATE = "worker-invalid-state"
@@ -154,6 +156,7 @@ class ConfigRule(str, enum.Enum):
     UNAVAILABLE = "unavailable"
     INVALID_TARGET = "invalid-target"
     DUPLICATE = "duplicate"
+    UNTRUSTED_PATH = "untrusted-path"
 
 
 class SourceFault(str, enum.Enum):
@@ -192,6 +195,7 @@ REASON_CODES: Final[dict[Reason, ErrorCode]] = {
             Reason.START_CANCELLED,
             Reason.PLATFORM_UNSUPPORTED,
             Reason.INTERPRETER_UNAVAILABLE,
+            Reason.GENERATION_UNTRUSTED,
         ),
         ErrorCode.START_FAILED,
     ),
@@ -272,6 +276,9 @@ EXPLANATIONS: Final[dict[Reason, str]] = {
     Reason.INTERPRETER_UNAVAILABLE: "the Python interpreter that runs the pool could not be "
     "executed to start a worker or a helper process (gone, not executable by the pool's "
     "user, on a noexec mount, or not a program); reinstall it or fix its permissions",
+    Reason.GENERATION_UNTRUSTED: "a worker refused to boot: the generation current names "
+    "is not the one its supervisor published, or var/generations is not trusted (owned by "
+    "another user, writable by group or others); something else writes there: find it",
     Reason.LIFECYCLE_FAILED: "the supervisor failed for an unexpected reason",
     Reason.INVALID_STATE: "an invalid state or value was met (for example an invalid task_type)",
     Reason.TASK_SOURCE_TERMINATED: "receive() returned None outside shutdown",

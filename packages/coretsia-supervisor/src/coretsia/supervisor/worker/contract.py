@@ -1,6 +1,6 @@
 """The spawner's contract, checked before anything boots: argv, artifact root, stop fd.
 
-The contract itself (four ``--coretsia-worker-*`` arguments, the descriptors, the
+The contract itself (five ``--coretsia-worker-*`` arguments, the descriptors, the
 environment) is written in :mod:`coretsia.supervisor.launcher`. A spawner that breaks it
 is a bug of the guardian or the proc host, not of the application, so every refusal here
 is ``WorkerExit(2)`` without a frame: nothing the worker could say would help.
@@ -14,13 +14,16 @@ from coretsia.supervisor.worker import EXIT_CONTRACT, WorkerExit
 from coretsia.worker_protocol.parent_watch import is_decimal
 
 ARG_PREFIX = "--coretsia-worker-"
-ARGS = ("artifact-root", "slot", "channel-fd", "stop-fd")
+ARGS = ("artifact-root", "generation", "slot", "channel-fd", "stop-fd")
 FORBIDDEN_ARGS = ("module-manifest", "config", "container")
 """Seed 000: a child boots from the whole generation, never from individual files."""
 
 
-def parse(argv: list[str]) -> tuple[str, int, int, int]:
-    """Return (artifact root, slot, channel fd, stop fd) or raise ``WorkerExit(2)``."""
+def parse(argv: list[str]) -> tuple[str, str, int, int, int]:
+    """Return (artifact root, generation pin, slot, channel fd, stop fd) or raise
+    ``WorkerExit(2)``."""
+    from coretsia.supervisor.generation import is_pin
+
     values: dict[str, str] = {}
     for arg in argv:
         name, sep, value = arg.partition("=")
@@ -34,9 +37,9 @@ def parse(argv: list[str]) -> tuple[str, int, int, int]:
     if not all(is_decimal(number) for number in numbers):
         raise WorkerExit(EXIT_CONTRACT)
     slot, channel_fd, stop_fd = (int(number) for number in numbers)
-    if channel_fd < 3 or stop_fd < 3 or channel_fd == stop_fd:
+    if channel_fd < 3 or stop_fd < 3 or channel_fd == stop_fd or not is_pin(values["generation"]):
         raise WorkerExit(EXIT_CONTRACT)
-    return values["artifact-root"], slot, channel_fd, stop_fd
+    return values["artifact-root"], values["generation"], slot, channel_fd, stop_fd
 
 
 def project_root(artifact_root: str) -> str:
