@@ -82,7 +82,7 @@ class TestBoundedShutdown:
         assert stop.returncode == 0, stop.stderr
         assert elapsed < (STOP_MS + 2 * FORCE_KILL_MS) / 1000 + SLACK_S
         assert elapsed >= (STOP_MS + FORCE_KILL_MS) / 1000  # it really needed the kill phase
-        assert supervisor.finish() == 0
+        assert supervisor.finish() == 8  # a forced stop
         assert not any(w.is_running() for w in workers)
         assert processes_in(root) == []
 

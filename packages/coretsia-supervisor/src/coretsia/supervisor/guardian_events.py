@@ -64,7 +64,8 @@ class GuardianEvents:
     clean: bool | None = None
     """Whether every process ended within the budgets; None until ``drained``."""
     forced: bool = False
-    """The shutdown went past its cooperative phase: a process was sent SIGTERM or SIGKILL."""
+    """A worker was still alive when the shutdown went past its cooperative phase: it was
+    sent SIGTERM (or SIGKILL), its task cut short. Stray descendants alone do not count."""
     released: trio.Event = attrs.field(factory=trio.Event)
     lock_released: bool = False
     """The guardian confirmed the lock's release (not merely gone)."""
@@ -116,7 +117,8 @@ class GuardianEvents:
                 else:
                     self.pool.fail(WorkerStartFailedError(Reason.CHILD_START_FAILED))
             elif isinstance(frame, Phase):
-                self.forced = self.forced or frame.phase is not ShutdownPhase.COOPERATIVE
+                if frame.phase is not ShutdownPhase.COOPERATIVE and self._worker_pids:
+                    self.forced = True
                 event(f"shutdown.{frame.phase.value}")
                 self.broadcast(StopProgress(frame.phase, frame.budget_ms))
             elif isinstance(frame, Drained):
