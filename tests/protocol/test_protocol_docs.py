@@ -17,12 +17,14 @@ from typing import Any
 
 import pytest
 from catalogue_table import catalogue_rows
+from lock_holder import HoldLock
 
 from coretsia.worker_protocol.catalogue import (
     ConfigRule,
     HealthReason,
     Reason,
 )
+from coretsia.worker_protocol.client import ControlClient
 from coretsia.worker_protocol.control import (
     Challenge,
     ControlRequest,
@@ -41,7 +43,9 @@ from coretsia.worker_protocol.control_conversation import (
     ControlState,
     ServerConversation,
 )
+from coretsia.worker_protocol.exceptions import WorkerError
 from coretsia.worker_protocol.exit_codes import ExitCode
+from coretsia.worker_protocol.lifecycle import CANONICAL_PATHS, FENCE_PATH, LOCK_PATH
 from coretsia.worker_protocol.locator import decode_locator, encode_locator
 from coretsia.worker_protocol.state import decode_state, encode_state
 from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
@@ -188,3 +192,56 @@ class TestCatalogueInDoc:
     def test_client_import_line(self) -> None:
         """The doc shows how a third party imports the client."""
         assert "from coretsia.worker_protocol.client import ControlClient" in TEXT
+
+
+def _section(title: str) -> str:
+    """The text of the ``## title`` section, up to the next ``## `` heading."""
+    start = TEXT.index(f"\n## {title}\n")
+    end = TEXT.find("\n## ", start + 1)
+    return TEXT[start:end]
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+class TestLifecycleFiles:
+    @pytest.mark.parametrize("path", CANONICAL_PATHS)
+    def test_every_canonical_path_has_its_row(self, path: str) -> None:
+        """The lifecycle files table lists every fixed path (a directory with its slash)."""
+        rows = [_cells(line)[0] for line in _section("Lifecycle files").splitlines()]
+        assert f"`{path}`" in rows or f"`{path}/`" in rows
+
+
+NAMED_BY_CLASS = {"worker-not-running"}
+"""Reasons the liveness table names by their class alone (the class has no other)."""
+
+
+class TestLivenessRules:
+    @pytest.mark.parametrize("fence", ["missing or free", "held"])
+    def test_a_free_lock_is_what_the_table_says(
+        self, tmp_path: Path, hold_lock: HoldLock, fence: str
+    ) -> None:
+        """Each row for a free lock names the error and exit status every command gets."""
+        if fence == "held":
+            assert hold_lock(str(tmp_path / FENCE_PATH)).first_line == "held"
+        prefix = f"| `{LOCK_PATH}` missing or free, `{FENCE_PATH}` {fence} |"
+        section = _section("Finding a supervisor: the liveness rules")
+        (row,) = [_cells(line) for line in section.splitlines() if line.startswith(prefix)]
+        client = ControlClient(tmp_path)
+        for ask in (client.status, client.health, client.stop):
+            with pytest.raises(WorkerError) as caught:
+                ask()
+            error = caught.value
+            named = f"`{type(error).__name__}`"
+            if error.reason.value not in NAMED_BY_CLASS:
+                named += f" (`{error.reason.value}`)"
+            assert row[2:] == [named, str(error.exit_code)]
+
+    def test_a_client_author_probes_the_fence_too(self) -> None:
+        """The third-party steps send a free lock to the fence before saying not running."""
+        steps = _section("Writing a client in another language")
+        first = " ".join(steps.split("\n2. ", 1)[0].split())
+        assert f"`<root>/{FENCE_PATH}`" in first
+        assert "(`worker-generation-draining`, exit 1)" in first
+        assert "not running (exit 3)" in first
