@@ -43,7 +43,7 @@ from coretsia.worker_protocol.control_conversation import (
     ControlState,
     ServerConversation,
 )
-from coretsia.worker_protocol.exceptions import WorkerError
+from coretsia.worker_protocol.exceptions import ProtocolError, WorkerError
 from coretsia.worker_protocol.exit_codes import ExitCode
 from coretsia.worker_protocol.lifecycle import CANONICAL_PATHS, FENCE_PATH, LOCK_PATH
 from coretsia.worker_protocol.locator import decode_locator, encode_locator
@@ -245,3 +245,50 @@ class TestLivenessRules:
         assert f"`<root>/{FENCE_PATH}`" in first
         assert "(`worker-generation-draining`, exit 1)" in first
         assert "not running (exit 3)" in first
+
+
+COUNT_DOMAIN = re.compile(r"^\| `(\w+_count)` \| (?:optional: )?(\d+) to (\d+)\b", re.MULTILINE)
+"""A row of the answers table that gives a count field's range."""
+
+
+class TestCountDomains:
+    def test_the_answers_table_gives_the_counts_ranges(self) -> None:
+        """The rows this class checks are there."""
+        fields = {name for name, _low, _high in COUNT_DOMAIN.findall(TEXT)}
+        assert fields == {"worker_count", "reconnecting_worker_count"}
+
+    @pytest.mark.parametrize(("name", "low", "high"), COUNT_DOMAIN.findall(TEXT))
+    def test_a_status_answer_takes_exactly_the_documented_range(
+        self, name: str, low: str, high: str
+    ) -> None:
+        """The doc's own status answer, with the count at each bound and just past it."""
+        (line,) = [
+            line
+            for _t, _a, body in CONVERSATIONS
+            for line in body.splitlines()
+            if '"type":"status"' in line
+        ]
+        frame = {**json.loads(line), "ready_worker_count": 0, "worker_count": int(high)}
+
+        def decodes(value: int) -> bool:
+            try:
+                decode_response(json.dumps({**frame, name: value}).encode())
+            except ProtocolError:
+                return False
+            return True
+
+        bounds = (int(low) - 1, int(low), int(high), int(high) + 1)
+        assert [decodes(value) for value in bounds] == [False, True, True, False]
+
+    def test_the_state_file_takes_the_same_worker_count_range(self) -> None:
+        """The state file's ``worker_count`` range is said once, and is the decoder's."""
+        low, high = re.findall(r"`worker_count` is (\d+) to (\d+)", TEXT)[0]
+        (body,) = [body for name, body in EXAMPLES if name == "decode_state"]
+        state = {**json.loads(body), "ready_worker_count": 0}
+        for value, valid in ((int(low) - 1, False), (int(low), True), (int(high), True)):
+            encoded = json.dumps({**state, "worker_count": value}).encode()
+            if valid:
+                assert decode_state(encoded).worker_count == value
+            else:
+                with pytest.raises(ProtocolError):
+                    decode_state(encoded)
