@@ -86,9 +86,14 @@ def test_the_documented_rule_is_the_supervisors_worst_stop() -> None:
 
 
 def test_kubernetes_page_gives_the_same_figure() -> None:
-    """docs/deploy/kubernetes.md states the rule's result at the defaults."""
+    """docs/deploy/kubernetes.md states the rule's result at the defaults, and at the
+    budgets of the example the image runs."""
     text = " ".join((DEPLOY / "kubernetes.md").read_text().split())
     assert f"that is {GRACE_S} s, what the example uses" in text
+    example = (REPO / "docs" / "examples" / "quickstart" / "coretsia.toml").read_text()
+    budgets = (_number(example, "stop_timeout_ms"), _number(example, "force_kill_timeout_ms"))
+    assert f"(`stop_timeout_ms = {budgets[0]}`, `force_kill_timeout_ms = {budgets[1]}`)" in text
+    assert f"`docker stop -t {worst_stop_s(*budgets)}`" in text
 
 
 def test_unit_timeout_is_the_worst_stop() -> None:
