@@ -9,6 +9,7 @@ import pytest
 
 from coretsia.supervisor.config import parse_config
 from coretsia.supervisor.config.converter import _ROUTES
+from coretsia.worker_protocol.catalogue import EXIT_CODES, REASON_CODES, Reason
 from coretsia.worker_protocol.exceptions import WorkerConfigError
 from coretsia.worker_protocol.vocabulary import MAX_WORKERS
 
@@ -50,3 +51,15 @@ def test_workers_range_is_said_alike_everywhere_and_is_the_codes() -> None:
     for outside in (-1, MAX_WORKERS + 1):
         with pytest.raises(WorkerConfigError):
             parse_config({"workers": outside})
+
+
+def test_what_the_page_says_of_windows_is_the_platform_refusal() -> None:
+    """Each sentence that gives Windows an exit status gives the refusal's: there every
+    command fails with ``worker-platform-unsupported`` before it reads the file (the
+    refusal itself is run in tests/supervisor/test_platforms.py)."""
+    refusal = int(EXIT_CODES[REASON_CODES[Reason.PLATFORM_UNSUPPORTED]])
+    sentences = re.split(r"(?<=[.;])\s", " ".join(TEXT.split()))
+    windows = [sentence for sentence in sentences if "Windows" in sentence]
+    said = [int(code) for sentence in windows for code in re.findall(r"\bexits? (\d+)", sentence)]
+    assert said == [refusal]
+    assert any(f"`{Reason.PLATFORM_UNSUPPORTED.value}`" in sentence for sentence in windows)

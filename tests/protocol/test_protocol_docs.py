@@ -16,14 +16,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from catalogue_table import catalogue_rows
+from lock_holder import HoldLock
 
 from coretsia.worker_protocol.catalogue import (
-    EXIT_CODES,
-    REASON_CODES,
     ConfigRule,
     HealthReason,
     Reason,
 )
+from coretsia.worker_protocol.client import ControlClient
 from coretsia.worker_protocol.control import (
     Challenge,
     ControlRequest,
@@ -42,7 +43,9 @@ from coretsia.worker_protocol.control_conversation import (
     ControlState,
     ServerConversation,
 )
+from coretsia.worker_protocol.exceptions import ProtocolError, WorkerError
 from coretsia.worker_protocol.exit_codes import ExitCode
+from coretsia.worker_protocol.lifecycle import CANONICAL_PATHS, FENCE_PATH, LOCK_PATH
 from coretsia.worker_protocol.locator import decode_locator, encode_locator
 from coretsia.worker_protocol.state import decode_state, encode_state
 from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
@@ -164,20 +167,12 @@ class TestCatalogueInDoc:
         """Every reason token is mentioned in the doc."""
         assert [r.value for r in Reason if r.value not in TEXT] == []
 
-    def test_catalogue_rows_are_exact(self) -> None:
-        """The table row of each reason names its code and exit code."""
-        missing = []
-        for reason in Reason:
-            code = REASON_CODES[reason]
-            row = f"| `{code.value}` | `{reason.value}` | {int(EXIT_CODES[code])} |"
-            if row not in TEXT:
-                missing.append(reason.value)
-        assert missing == []
-
-    def test_catalogue_table_has_no_stale_rows(self) -> None:
-        """Every row of the catalogue table is a reason that still exists."""
-        rows = re.findall(r"^\| `CORETSIA_\w+` \| `([a-z0-9-]+)` \|", TEXT, re.MULTILINE)
-        assert sorted(rows) == sorted(r.value for r in Reason)
+    def test_catalogue_table_is_the_generated_one(self) -> None:
+        """The table the doc says is generated is, row for row, what the catalogue gives."""
+        start = TEXT.index("The whole catalogue (generated from ")
+        lines = TEXT[start:].split("\n\n", 2)[1].splitlines()
+        assert lines[:2] == ["| Code | Reason | Exit | Meaning |", "| --- | --- | --- | --- |"]
+        assert lines[2:] == catalogue_rows()
 
     @pytest.mark.parametrize("reason", list(HealthReason), ids=[r.value for r in HealthReason])
     def test_every_health_reason_appears(self, reason: HealthReason) -> None:
@@ -197,3 +192,103 @@ class TestCatalogueInDoc:
     def test_client_import_line(self) -> None:
         """The doc shows how a third party imports the client."""
         assert "from coretsia.worker_protocol.client import ControlClient" in TEXT
+
+
+def _section(title: str) -> str:
+    """The text of the ``## title`` section, up to the next ``## `` heading."""
+    start = TEXT.index(f"\n## {title}\n")
+    end = TEXT.find("\n## ", start + 1)
+    return TEXT[start:end]
+
+
+def _cells(line: str) -> list[str]:
+    return [cell.strip() for cell in line.strip().strip("|").split("|")]
+
+
+class TestLifecycleFiles:
+    @pytest.mark.parametrize("path", CANONICAL_PATHS)
+    def test_every_canonical_path_has_its_row(self, path: str) -> None:
+        """The lifecycle files table lists every fixed path (a directory with its slash)."""
+        rows = [_cells(line)[0] for line in _section("Lifecycle files").splitlines()]
+        assert f"`{path}`" in rows or f"`{path}/`" in rows
+
+
+NAMED_BY_CLASS = {"worker-not-running"}
+"""Reasons the liveness table names by their class alone (the class has no other)."""
+
+
+class TestLivenessRules:
+    @pytest.mark.parametrize("fence", ["missing or free", "held"])
+    def test_a_free_lock_is_what_the_table_says(
+        self, tmp_path: Path, hold_lock: HoldLock, fence: str
+    ) -> None:
+        """Each row for a free lock names the error and exit status every command gets."""
+        if fence == "held":
+            assert hold_lock(str(tmp_path / FENCE_PATH)).first_line == "held"
+        prefix = f"| `{LOCK_PATH}` missing or free, `{FENCE_PATH}` {fence} |"
+        section = _section("Finding a supervisor: the liveness rules")
+        (row,) = [_cells(line) for line in section.splitlines() if line.startswith(prefix)]
+        client = ControlClient(tmp_path)
+        for ask in (client.status, client.health, client.stop):
+            with pytest.raises(WorkerError) as caught:
+                ask()
+            error = caught.value
+            named = f"`{type(error).__name__}`"
+            if error.reason.value not in NAMED_BY_CLASS:
+                named += f" (`{error.reason.value}`)"
+            assert row[2:] == [named, str(error.exit_code)]
+
+    def test_a_client_author_probes_the_fence_too(self) -> None:
+        """The third-party steps send a free lock to the fence before saying not running."""
+        steps = _section("Writing a client in another language")
+        first = " ".join(steps.split("\n2. ", 1)[0].split())
+        assert f"`<root>/{FENCE_PATH}`" in first
+        assert "(`worker-generation-draining`, exit 1)" in first
+        assert "not running (exit 3)" in first
+
+
+COUNT_DOMAIN = re.compile(r"^\| `(\w+_count)` \| (?:optional: )?(\d+) to (\d+)\b", re.MULTILINE)
+"""A row of the answers table that gives a count field's range."""
+
+
+class TestCountDomains:
+    def test_the_answers_table_gives_the_counts_ranges(self) -> None:
+        """The rows this class checks are there."""
+        fields = {name for name, _low, _high in COUNT_DOMAIN.findall(TEXT)}
+        assert fields == {"worker_count", "reconnecting_worker_count"}
+
+    @pytest.mark.parametrize(("name", "low", "high"), COUNT_DOMAIN.findall(TEXT))
+    def test_a_status_answer_takes_exactly_the_documented_range(
+        self, name: str, low: str, high: str
+    ) -> None:
+        """The doc's own status answer, with the count at each bound and just past it."""
+        (line,) = [
+            line
+            for _t, _a, body in CONVERSATIONS
+            for line in body.splitlines()
+            if '"type":"status"' in line
+        ]
+        frame = {**json.loads(line), "ready_worker_count": 0, "worker_count": int(high)}
+
+        def decodes(value: int) -> bool:
+            try:
+                decode_response(json.dumps({**frame, name: value}).encode())
+            except ProtocolError:
+                return False
+            return True
+
+        bounds = (int(low) - 1, int(low), int(high), int(high) + 1)
+        assert [decodes(value) for value in bounds] == [False, True, True, False]
+
+    def test_the_state_file_takes_the_same_worker_count_range(self) -> None:
+        """The state file's ``worker_count`` range is said once, and is the decoder's."""
+        low, high = re.findall(r"`worker_count` is (\d+) to (\d+)", TEXT)[0]
+        (body,) = [body for name, body in EXAMPLES if name == "decode_state"]
+        state = {**json.loads(body), "ready_worker_count": 0}
+        for value, valid in ((int(low) - 1, False), (int(low), True), (int(high), True)):
+            encoded = json.dumps({**state, "worker_count": value}).encode()
+            if valid:
+                assert decode_state(encoded).worker_count == value
+            else:
+                with pytest.raises(ProtocolError):
+                    decode_state(encoded)

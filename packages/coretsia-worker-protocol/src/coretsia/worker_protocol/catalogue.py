@@ -300,7 +300,8 @@ EXPLANATIONS: Final[dict[Reason, str]] = {
     Reason.LIFECYCLE_LOCK_FAILED: "the lifecycle lock could not be created or probed; check "
     "var/tmp permissions",
     Reason.LIFECYCLE_LOCATOR_FAILED: "the private locator could not be written",
-    Reason.PROCESS_HOST_FAILED: "the guardian or the proc host died or broke its protocol",
+    Reason.PROCESS_HOST_FAILED: "the guardian, the proc host or the fork server died or "
+    "broke its protocol",
     Reason.RESTART_INTENSITY_EXCEEDED: "process entries were replaced more often than "
     "the configured restart intensity allows",
     Reason.CONTAINMENT_FAILED: "the guardian could not set up the containment level in "

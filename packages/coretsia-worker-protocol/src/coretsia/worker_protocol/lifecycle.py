@@ -1,8 +1,9 @@
 """The canonical lifecycle files of a project root (seed 000); not configurable.
 
-Every path is relative to the project root. The lock is the only liveness authority: the
-guardian holds it for the whole life of a worker generation, cleanup included, so a free
-lock means "not running" whatever the other files say.
+Every path is relative to the project root. Two locks decide liveness, never the other
+files: the guardian holds the lock for the whole life of a worker generation, cleanup
+included, and every process of the generation holds the fence, which outlives a killed
+guardian. Both free means "not running"; a free lock with a held fence, "draining".
 """
 
 from __future__ import annotations
@@ -17,10 +18,10 @@ RUNTIME_DIR: Final = "var/tmp"
 """Where the lifecycle files live."""
 
 LOCK_PATH: Final = "var/tmp/worker.lock"
-"""The generation fence, held by the guardian."""
+"""The lifecycle lock, held by the guardian."""
 
 FENCE_PATH: Final = "var/tmp/worker.generation.lock"
-"""The second fence: held shared by every worker of a generation through one inherited
+"""The generation fence: held shared by every worker of a generation through one inherited
 descriptor, so it outlives a killed guardian until the last worker is gone. A start is
 refused while it is held, and ``status`` reports such a draining generation."""
 
