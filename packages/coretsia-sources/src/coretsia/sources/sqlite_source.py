@@ -12,7 +12,7 @@ serves the task type ``queue``. Configure it in ``coretsia.toml``::
     max_attempts = 3                 # failed attempts before a message is `failed`
     keep_error_messages = false      # true: last_error keeps "Type: message", not "Type"
 
-and add work with ``coretsia-sqlite-queue enqueue --db var/queue.sqlite3 PAYLOAD...`` or
+and add work with ``coretsia-queue enqueue --db sqlite:///var/queue.sqlite3 PAYLOAD...`` or
 :meth:`SqliteQueue.enqueue <coretsia.sources.sqlite_queue.SqliteQueue.enqueue>` from the
 application. A handler that returns settles the message ``done``; one that raises
 records a failed attempt (retried at once by the next free worker, until
@@ -21,7 +21,7 @@ records a failed attempt (retried at once by the next free worker, until
 A failed attempt is recorded in the message's ``last_error`` as the exception's type only
 (``ValueError``, ``myapp.jobs.Refused``): an exception's message often quotes the data
 it choked on, that is payload data, and ``last_error`` is shown to whoever runs
-``coretsia-sqlite-queue failed``. ``keep_error_messages = true`` keeps ``Type: message``
+``coretsia-queue failed``. ``keep_error_messages = true`` keeps ``Type: message``
 (clipped) instead: easier triage, at the price of that privacy.
 
 Workers open the queue with ``synchronous=NORMAL``: a power cut can undo a recent lease
