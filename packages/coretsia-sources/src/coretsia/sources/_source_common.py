@@ -11,7 +11,7 @@ supervisor imports both sources' modules at ``start`` to check their options.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.internal.runtime.imports import import_target
@@ -119,6 +119,24 @@ def import_handler(target: str) -> Handler:
     if not callable(handler):
         raise SourceOptionError("handler", ConfigRule.INVALID_TARGET)
     return handler
+
+
+class _Options(Protocol):
+    @property
+    def handler(self) -> str: ...
+
+
+OptionsT = TypeVar("OptionsT", bound=_Options)
+
+
+def read_context(
+    context: TaskSourceContext, name: str, parse: Callable[[Mapping[str, object]], OptionsT]
+) -> tuple[OptionsT, Handler, str]:
+    """What a factory builds its source from: the options ``parse`` checked, the handler
+    imported, the generation id (or :data:`UNKNOWN_GENERATION`)."""
+    check_task_type(context, name)
+    options = parse(context_options(context))
+    return options, import_handler(options.handler), context_generation(context)
 
 
 def describe(error: BaseException, *, with_message: bool = False) -> str:

@@ -51,7 +51,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Final, TypeVar
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
 
 from coretsia.sources._queue_health import fault
 from coretsia.sources._queue_source import STORE_ERRORS, QueueSource
@@ -62,10 +62,7 @@ from coretsia.sources._source_common import (
     Handler,
     QueueTask,
     SourceOptionError,
-    check_task_type,
-    context_generation,
-    context_options,
-    import_handler,
+    read_context,
 )
 from coretsia.sources._source_options import COMMON_OPTIONS, Option, Text, parse
 from coretsia.sources.sqlite_queue import Message, QueueError, SqliteQueue, Waiter
@@ -219,10 +216,7 @@ def make_source(context: TaskSourceContext) -> SqliteSource:
     id from ``context.generation``; both are read with ``getattr`` so that a context
     without them still gets a clear error (no handler) or a safe default (no recovery).
     """
-    check_task_type(context, "sqlite")
-    database, target, max_attempts, keep_error_messages = _parse_options(context_options(context))
-    handler = import_handler(target)
-    generation = context_generation(context)
+    options, handler, generation = read_context(context, "sqlite", _parse_options)
     # Relative to the project root, the worker's working directory. An absolute path is
     # kept as it is: a database that outlives a project root, such as one handed from
     # each release directory to the next, or one shared by several pools. Generation ids
@@ -230,14 +224,14 @@ def make_source(context: TaskSourceContext) -> SqliteSource:
     # its generation's lock file, so the next root recovers what a dead one left leased
     # and never what a running one holds (where ``flock`` is missing, not POSIX, the
     # roots must never run at the same time).
-    path = os.path.join(os.getcwd(), database)
+    path = os.path.join(os.getcwd(), options.database)
     return SqliteSource(
         context,
         path,
         handler,
         generation=generation,
-        max_attempts=max_attempts,
-        keep_error_messages=keep_error_messages,
+        max_attempts=options.max_attempts,
+        keep_error_messages=options.keep_error_messages,
     )
 
 
@@ -257,16 +251,18 @@ make_source.check_options = check_options  # type: ignore[attr-defined]
 """Called by the supervisor at ``start`` with ``[worker.source_options]``."""
 
 
-def _parse_options(options: Mapping[str, object]) -> tuple[str, str, int, bool]:
-    """The database path, the handler's ``module:attr``, ``max_attempts`` and
-    ``keep_error_messages``, checked (:mod:`coretsia.sources._source_options`)."""
-    values = parse(options, _OPTIONS)
-    return (
-        values["database"],
-        values["handler"],
-        values["max_attempts"],
-        values["keep_error_messages"],
-    )
+class SqliteOptions(NamedTuple):
+    """``[worker.source_options]`` of the ``sqlite`` source, checked."""
+
+    database: str
+    handler: str
+    max_attempts: int
+    keep_error_messages: bool
+
+
+def _parse_options(options: Mapping[str, object]) -> SqliteOptions:
+    """Every option checked (:mod:`coretsia.sources._source_options`); imports nothing."""
+    return SqliteOptions(**parse(options, _OPTIONS))
 
 
 __all__ = [
