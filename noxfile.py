@@ -340,7 +340,7 @@ def manpages(session: nox.Session) -> None:
     )  # fmt: skip
     for prog, function, summary in (
         ("coretsia-queue", "queue_parser", "operate a Coretsia queue, SQLite or PostgreSQL"),
-        ("coretsia-sqlite-queue", "sqlite_parser", "operate a Coretsia SQLite queue"),
+        ("coretsia-sqlite-queue", "sqlite_parser", "deprecated alias of coretsia-queue for SQLite"),
     ):
         session.run(
             "argparse-manpage",

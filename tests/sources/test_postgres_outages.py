@@ -18,7 +18,7 @@ from typing import Any, NamedTuple, cast
 
 import psycopg
 import pytest
-from commands import ANY_QUEUE_CLI, run_process
+from commands import QUEUE_CLI, run_process
 from fake_context import FakeContext
 from pg_server import PgServer
 from pools import (
@@ -189,7 +189,7 @@ def handled(root: Path) -> list[tuple[str, float]]:
 
 
 def stats(url: str) -> dict[str, int]:
-    done = run_process([ANY_QUEUE_CLI, "stats", "--json", "--db", url])
+    done = run_process([QUEUE_CLI, "stats", "--json", "--db", url])
     assert done.returncode == 0, done
     counts: dict[str, int] = json.loads(done.stdout)
     return counts
@@ -199,7 +199,7 @@ def drain(root: Path, own_pg_server: PgServer, dsn: str) -> str:
     """Enqueue the messages and wait for a tenth of them to be handled; the queue's URL."""
     url = own_pg_server.url(dsn.rpartition("dbname=")[2].split()[0])
     payloads = "".join(f"job-{i}\n" for i in range(MESSAGES))
-    done = run_process([ANY_QUEUE_CLI, "enqueue", "--db", url], stdin=payloads)
+    done = run_process([QUEUE_CLI, "enqueue", "--db", url], stdin=payloads)
     assert done.returncode == 0, done
     wait_for(lambda: len(handled(root)) >= MESSAGES // 10, 60)
     assert stats(url)["pending"] > 0  # the outage comes mid-drain

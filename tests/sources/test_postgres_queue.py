@@ -1,4 +1,4 @@
-"""The PostgreSQL queue on a real server: claim, ack, retry, fail, lease expiry, schema."""
+"""The PostgreSQL queue on a real server: lease, ack, retry, fail, lease expiry, schema."""
 
 from __future__ import annotations
 
@@ -44,10 +44,10 @@ def wait_expired(queue: PostgresQueue) -> None:
     assert queue.next_expiry() == 0.0
 
 
-def test_claim_takes_the_oldest_and_ack_settles_it_once(open_queue) -> None:
+def test_lease_takes_the_oldest_and_ack_settles_it_once(open_queue) -> None:
     queue = open_queue()
     assert queue.enqueue(["first", "second"]) == 2
-    message = queue.claim("gen-a", LEASE_MS)
+    message = queue.lease("gen-a", LEASE_MS)
     assert message is not None
     assert (message.id, message.payload, message.attempts, message.generation) == (
         1,
@@ -67,18 +67,18 @@ def test_a_failed_attempt_is_retried_until_max_attempts(open_queue) -> None:
     queue.enqueue(["flaky"])
     states = []
     for _ in range(3):
-        message = queue.claim("gen-a", LEASE_MS)
+        message = queue.lease("gen-a", LEASE_MS)
         assert message is not None
-        states.append(queue.fail(message, 3, "ValueError"))
+        states.append(queue.fail(message, 3, error="ValueError"))
     assert states == ["pending", "pending", "failed"]
-    assert queue.claim("gen-a", LEASE_MS) is None
+    assert queue.lease("gen-a", LEASE_MS) is None
     (failed,) = queue.failed()
     assert (failed.id, failed.attempts, failed.last_error) == (1, 3, "ValueError")
     assert failed.settled_at is not None
     assert abs(failed.settled_at - time.time()) < 60
     assert queue.retry([1, 7]) == (1, (7,), ())
     assert queue.retry("all") == (0, (), ())
-    again = queue.claim("gen-a", LEASE_MS)
+    again = queue.lease("gen-a", LEASE_MS)
     assert again is not None
     assert again.attempts == 0
     queue.ack(again)
@@ -89,12 +89,12 @@ def test_a_failed_attempt_is_retried_until_max_attempts(open_queue) -> None:
 def test_an_expired_lease_comes_back_as_an_interrupted_attempt(open_queue) -> None:
     queue = open_queue()
     queue.enqueue(["lost"])
-    lost = queue.claim("dead-pool", LEASE_MS)
+    lost = queue.lease("dead-pool", LEASE_MS)
     assert lost is not None
-    assert queue.reap(3) == 0  # alive until its expiry
+    assert queue.recover(3) == 0  # alive until its expiry
     wait_expired(queue)
-    assert queue.reap(3) == 1
-    again = queue.claim("live-pool", LEASE_MS)
+    assert queue.recover(3) == 1
+    again = queue.lease("live-pool", LEASE_MS)
     assert again is not None
     assert (again.id, again.attempts) == (lost.id, 1)
     with pytest.raises(LeaseLostError):
@@ -106,9 +106,9 @@ def test_an_expired_lease_comes_back_as_an_interrupted_attempt(open_queue) -> No
 def test_an_expired_lease_at_the_limit_fails(open_queue) -> None:
     queue = open_queue()
     queue.enqueue(["kills its worker"])
-    assert queue.claim("dead-pool", LEASE_MS) is not None
+    assert queue.lease("dead-pool", LEASE_MS) is not None
     wait_expired(queue)
-    assert queue.reap(1) == 1
+    assert queue.recover(1) == 1
     (failed,) = queue.failed()
     assert (failed.attempts, failed.last_error) == (1, INTERRUPTED)
 
@@ -116,24 +116,24 @@ def test_an_expired_lease_at_the_limit_fails(open_queue) -> None:
 def test_a_renewed_lease_outlives_its_timeout(open_queue) -> None:
     queue = open_queue()
     queue.enqueue(["long"])
-    message = queue.claim("gen-a", LEASE_MS)
+    message = queue.lease("gen-a", LEASE_MS)
     assert message is not None
     deadline = time.monotonic() + 3 * LEASE_MS / 1000
     while time.monotonic() < deadline:
         assert queue.renew([message.token], LEASE_MS) == 1
         time.sleep(LEASE_MS / 3000)
-        assert queue.reap(3) == 0
+        assert queue.recover(3) == 0
     queue.ack(message)
 
 
-def test_a_claim_skips_a_locked_row_without_waiting(open_queue, pg_dsn: str) -> None:
+def test_a_lease_skips_a_locked_row_without_waiting(open_queue, pg_dsn: str) -> None:
     queue = open_queue()
     queue.enqueue(["locked", "free"])
-    queue._conn.execute("SET lock_timeout = '2s'")  # a claim that waited would fail, bounded
+    queue._conn.execute("SET lock_timeout = '2s'")  # a lease that waited would fail, bounded
     with psycopg.connect(pg_dsn) as other, other.transaction():
         other.execute("SELECT id FROM coretsia_queue_messages WHERE id = 1 FOR UPDATE")
         started = time.monotonic()
-        message = queue.claim("gen-a", LEASE_MS)
+        message = queue.lease("gen-a", LEASE_MS)
         assert time.monotonic() - started < 1.0
     assert message is not None
     assert message.payload == "free"
@@ -142,7 +142,7 @@ def test_a_claim_skips_a_locked_row_without_waiting(open_queue, pg_dsn: str) -> 
 def test_queues_in_one_database_are_apart(open_queue) -> None:
     mail, sms = open_queue("mail"), open_queue("sms")
     mail.enqueue(["m"])
-    assert sms.claim("gen-a", LEASE_MS) is None
+    assert sms.lease("gen-a", LEASE_MS) is None
     assert sms.stats() == {"pending": 0, "in_flight": 0, "done": 0, "failed": 0}
     assert mail.stats()["pending"] == 1
 
@@ -154,7 +154,7 @@ def test_an_enqueue_wakes_a_listener_at_commit(open_queue) -> None:
     producer.enqueue(["wake"])
     assert select.select([fd], [], [], 5)[0] == [fd]
     waiting.poked = False
-    assert waiting.claim("gen-a", LEASE_MS) is not None
+    assert waiting.lease("gen-a", LEASE_MS) is not None
     assert waiting.poked  # the statement read the notification
 
 
@@ -241,19 +241,19 @@ def test_a_payload_postgresql_cannot_hold_is_refused_before_anything_is_written(
     assert queue.stats()["pending"] == 0
 
 
-def test_ack_and_claim_leases_nothing_when_the_ack_fails(open_queue) -> None:
+def test_ack_and_lease_leases_nothing_when_the_ack_fails(open_queue) -> None:
     queue = open_queue()
     queue.enqueue(["a", "b", "c"])
-    first = queue.claim("gen-a", LEASE_MS)
+    first = queue.lease("gen-a", LEASE_MS)
     assert first is not None
-    second = queue.ack_and_claim(first, "gen-a", LEASE_MS)
+    second = queue.ack_and_lease(first, "gen-a", LEASE_MS)
     assert second is not None
     assert second.payload == "b"
     with pytest.raises(LeaseLostError):
-        queue.ack_and_claim(first, "gen-a", LEASE_MS)  # already done: nothing else leased
+        queue.ack_and_lease(first, "gen-a", LEASE_MS)  # already done: nothing else leased
     assert queue.stats() == {"pending": 1, "in_flight": 1, "done": 1, "failed": 0}
-    third = queue.ack_and_claim(second, "gen-a", LEASE_MS)
+    third = queue.ack_and_lease(second, "gen-a", LEASE_MS)
     assert third is not None
     assert third.payload == "c"
-    assert queue.ack_and_claim(third, "gen-a", LEASE_MS) is None  # nothing was pending
+    assert queue.ack_and_lease(third, "gen-a", LEASE_MS) is None  # nothing was pending
     assert queue.stats() == {"pending": 0, "in_flight": 0, "done": 3, "failed": 0}

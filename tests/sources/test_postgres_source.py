@@ -170,7 +170,7 @@ def test_a_dead_holders_lease_wakes_an_idle_worker_when_it_expires(
 ) -> None:
     """Nothing is enqueued: the idle receive wakes at the expiry and takes the lease back."""
     producer.enqueue(["orphan"])
-    dead = producer.claim("dead-pool", LEASE_MS)  # never renewed: its holder is gone
+    dead = producer.lease("dead-pool", LEASE_MS)  # never renewed: its holder is gone
     assert dead is not None
     source = build()
     started = time.monotonic()
@@ -188,7 +188,7 @@ def test_a_running_task_keeps_its_lease_past_the_timeout(build, producer: Postgr
     task = received(source)
     deadline = time.monotonic() + 4 * LEASE_MS / 1000
     while time.monotonic() < deadline:
-        assert producer.reap(3) == 0
+        assert producer.recover(3) == 0
         time.sleep(LEASE_MS / 4000)
     task.complete(None)
     assert producer.stats()["done"] == 1
@@ -238,7 +238,7 @@ def test_an_acknowledgement_leases_the_next_message_ahead_and_a_stop_gives_it_ba
     cast("FakeContext", source._context).stop()
     assert source.receive() is None  # a stop gives the message ahead back, not run
     assert producer.stats() == {"pending": 1, "in_flight": 0, "done": 2, "failed": 0}
-    message = producer.claim("gen-b", LEASE_MS)
+    message = producer.lease("gen-b", LEASE_MS)
     assert message is not None
     assert (message.payload, message.attempts) == ("third", 0)  # no attempt counted
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import psycopg
 import pytest
-from commands import ANY_QUEUE_CLI, run_process
+from commands import QUEUE_CLI, run_process
 from pg_server import PgServer
 from pools import (
     Supervisor,
@@ -77,7 +77,7 @@ class Queue:
 
 @pytest.fixture
 def queue(pg_server: PgServer, pg_db: str) -> Queue:
-    return Queue(ANY_QUEUE_CLI, pg_server.url(pg_db))
+    return Queue(QUEUE_CLI, pg_server.url(pg_db))
 
 
 def kill_whole(supervisor: Supervisor) -> float:
@@ -188,13 +188,13 @@ def test_the_dsn_never_appears_in_any_output(
 
     url = f"postgresql://coretsia:{secret}@/missing_db_s3cret?host={pg_server.socket_dir}"
     for args in (["stats", "--json"], ["enqueue", "x"], ["failed"]):
-        done = run_process([ANY_QUEUE_CLI, *args, "--db", url])
+        done = run_process([QUEUE_CLI, *args, "--db", url])
         assert done.returncode == 1
         assert secret not in done.stdout + done.stderr
         assert done.stderr == (
             "coretsia-queue: error: cannot use the queue database: the database does not exist\n"
         )
-    refused = run_process([ANY_QUEUE_CLI, "stats", "--db", f"mysql://{secret}@host/db"])
+    refused = run_process([QUEUE_CLI, "stats", "--db", f"mysql://{secret}@host/db"])
     assert refused.returncode == 2
     assert secret not in refused.stdout + refused.stderr
 

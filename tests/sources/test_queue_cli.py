@@ -1,4 +1,5 @@
-"""``coretsia-queue``: one command for the SQLite and the PostgreSQL queue, same output."""
+"""``coretsia-queue``: one command for the SQLite and the PostgreSQL queue, same output; and
+``coretsia-sqlite-queue``, its deprecated alias."""
 
 from __future__ import annotations
 
@@ -6,14 +7,14 @@ import json
 from pathlib import Path
 
 import pytest
-from commands import ANY_QUEUE_CLI, QUEUE_CLI, run_process
+from commands import QUEUE_CLI, SQLITE_QUEUE_CLI, run_process
 from pg_server import PgServer
 
-from coretsia.sources.queue_cli import build_parser
+from coretsia.sources.cli import DEPRECATED_ALIAS, build_parser
 
 
 def queue(*args: str, stdin: str | None = None, cwd: Path | None = None) -> tuple[int, str, str]:
-    done = run_process([ANY_QUEUE_CLI, *args], stdin=stdin, cwd=cwd)
+    done = run_process([QUEUE_CLI, *args], stdin=stdin, cwd=cwd)
     return done.returncode, done.stdout, done.stderr
 
 
@@ -48,8 +49,42 @@ def test_every_command_works_the_same_on_both_backends(url: str) -> None:
 def test_a_relative_sqlite_url_is_from_the_working_directory(short_root: Path) -> None:
     assert queue("enqueue", "--db", "sqlite:///var/q.sqlite3", "x", cwd=short_root)[0] == 0
     assert (short_root / "var" / "q.sqlite3").is_file()
-    done = run_process([QUEUE_CLI, "stats", "--db", "var/q.sqlite3", "--json"], cwd=short_root)
+    done = run_process(
+        [SQLITE_QUEUE_CLI, "stats", "--db", "var/q.sqlite3", "--json"], cwd=short_root
+    )
     assert json.loads(done.stdout)["pending"] == 1  # the old command reads the same file
+
+
+def test_the_sqlite_alias_runs_the_same_commands_after_a_one_line_note(short_root: Path) -> None:
+    """``coretsia-sqlite-queue`` (``--db PATH``) answers as ``coretsia-queue`` does, under its
+    own name, after its deprecation note: the one line it adds, on stderr."""
+    note = DEPRECATED_ALIAS + "\n"
+    assert note.startswith("coretsia-sqlite-queue: deprecated: use coretsia-queue --db sqlite:///")
+    db = str(short_root / "q.sqlite3")
+
+    def alias(*args: str) -> tuple[int, str, str]:
+        done = run_process([SQLITE_QUEUE_CLI, *args])
+        return done.returncode, done.stdout, done.stderr
+
+    assert alias("stats", "--db", db) == (
+        1,
+        "",
+        note + "coretsia-sqlite-queue: error: the queue database does not exist\n",
+    )
+    assert alias("enqueue", "--db", db, "a", "b") == (0, "enqueued 2\n", note)
+    assert alias("retry", "--db", db, "1") == (
+        1,
+        "retried 0\n",
+        note + "coretsia-sqlite-queue: error: message 1 is not failed\n",
+    )
+    assert alias("check", "--db", db) == (0, "ok\n", note)
+    assert queue("stats", "--db", f"sqlite:///{db}") == (*alias("stats", "--db", db)[:2], "")
+    code, out, err = alias("stats", "--queue", "mail", "--db", db)
+    assert (code, out) == (2, "")
+    assert err == (
+        note + "usage: coretsia-sqlite-queue [-h] [--version] COMMAND ...\n"
+        "coretsia-sqlite-queue: error: unrecognized arguments: --queue mail\n"
+    )
 
 
 def test_named_queues_share_a_postgresql_database(pg_server: PgServer, pg_db: str) -> None:

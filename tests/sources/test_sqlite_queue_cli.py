@@ -1,4 +1,4 @@
-"""``coretsia-sqlite-queue``: enqueue from arguments and stdin, stats, short errors for a file
+"""``coretsia-queue``: enqueue from arguments and stdin, stats, short errors for a file
 that is not a queue, usage errors, and private files whatever the umask.
 """
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from commands import QUEUE_CLI, run_process
-from queue_cli import run_cli
+from queue_cli import run_cli, sqlite_url
 
 from coretsia.sources.sqlite_queue import SqliteQueue
 
@@ -25,7 +25,9 @@ def _payloads(db: Path) -> list[str]:
 def test_enqueue_from_arguments(
     db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code, out, err = run_cli(["enqueue", "--db", str(db), "a", "b c", ""], capsys, monkeypatch)
+    code, out, err = run_cli(
+        ["enqueue", "--db", sqlite_url(db), "a", "b c", ""], capsys, monkeypatch
+    )
     assert (code, out, err) == (0, "enqueued 3\n", "")
     assert _payloads(db) == ["a", "b c", ""]
 
@@ -39,7 +41,9 @@ def test_enqueue_from_stdin_one_per_line(
 ) -> None:
     """Line ends (\\n or \\r\\n) are stripped and blank lines skipped."""
     stdin = "one\n\ntwo words\r\n  three  \n"
-    code, out, _ = run_cli(["enqueue", "--db", str(db), *argv_tail], capsys, monkeypatch, stdin)
+    code, out, _ = run_cli(
+        ["enqueue", "--db", sqlite_url(db), *argv_tail], capsys, monkeypatch, stdin
+    )
     assert (code, out) == (0, "enqueued 3\n")
     assert _payloads(db) == ["one", "two words", "  three  "]
 
@@ -48,7 +52,7 @@ def test_dash_reads_stdin_in_place(
     db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     code, _, _ = run_cli(
-        ["enqueue", "--db", str(db), "first", "-", "last"], capsys, monkeypatch, "x\ny\n"
+        ["enqueue", "--db", sqlite_url(db), "first", "-", "last"], capsys, monkeypatch, "x\ny\n"
     )
     assert code == 0
     assert _payloads(db) == ["first", "x", "y", "last"]
@@ -57,9 +61,9 @@ def test_dash_reads_stdin_in_place(
 def test_dash_twice_is_a_usage_error(
     db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code, out, err = run_cli(["enqueue", "--db", str(db), "-", "-"], capsys, monkeypatch)
+    code, out, err = run_cli(["enqueue", "--db", sqlite_url(db), "-", "-"], capsys, monkeypatch)
     assert (code, out) == (2, "")
-    assert err == "coretsia-sqlite-queue: usage error: '-' (read stdin) may be given once\n"
+    assert err == "coretsia-queue: usage error: '-' (read stdin) may be given once\n"
     assert not db.exists()
 
 
@@ -73,10 +77,10 @@ def test_stats_text_and_json(
         assert failed is not None
         queue.ack(done)
         queue.fail(failed, 1)
-    code, out, _ = run_cli(["stats", "--db", str(db)], capsys, monkeypatch)
+    code, out, _ = run_cli(["stats", "--db", sqlite_url(db)], capsys, monkeypatch)
     assert code == 0
     assert out == "pending    1\nin_flight  1\ndone       1\nfailed     1\n"
-    code, out, _ = run_cli(["stats", "--db", str(db), "--json"], capsys, monkeypatch)
+    code, out, _ = run_cli(["stats", "--db", sqlite_url(db), "--json"], capsys, monkeypatch)
     assert code == 0
     assert out == '{"done":1,"failed":1,"in_flight":1,"pending":1}\n'
     assert json.loads(out) == {"pending": 1, "in_flight": 1, "done": 1, "failed": 1}
@@ -85,9 +89,9 @@ def test_stats_text_and_json(
 def test_stats_of_a_missing_database_fails_without_creating_it(
     db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    code, out, err = run_cli(["stats", "--db", str(db)], capsys, monkeypatch)
+    code, out, err = run_cli(["stats", "--db", sqlite_url(db)], capsys, monkeypatch)
     assert (code, out) == (1, "")
-    assert err == "coretsia-sqlite-queue: error: the queue database does not exist\n"
+    assert err == "coretsia-queue: error: the queue database does not exist\n"
     assert not db.exists()
 
 
@@ -115,9 +119,9 @@ def _refused_untouched(
     alone, refused before anything was written (not even WAL): the file is unchanged to
     the byte and nothing appeared beside it."""
     before = path.read_bytes()
-    code, out, err = run_cli([argv[0], "--db", str(path), *argv[1:]], capsys, monkeypatch)
+    code, out, err = run_cli([argv[0], "--db", sqlite_url(path), *argv[1:]], capsys, monkeypatch)
     assert (code, out) == (1, "")
-    assert err == f"coretsia-sqlite-queue: error: {error}\n"
+    assert err == f"coretsia-queue: error: {error}\n"
     assert path.read_bytes() == before
     assert os.listdir(path.parent) == [path.name]
 
@@ -166,7 +170,7 @@ def test_usage_errors_exit_2(
 ) -> None:
     code, out, err = run_cli(argv, capsys, monkeypatch)
     assert (code, out) == (2, "")
-    assert "usage: coretsia-sqlite-queue" in err
+    assert "usage: coretsia-queue" in err
     assert "Traceback" not in err
 
 
@@ -174,14 +178,14 @@ def test_the_console_script_is_installed(short_root: Path) -> None:
     """The real executable, as an operator runs it: stdin in, JSON stats out."""
     env = {**os.environ, "PYTHONWARNINGS": "error"}
     enqueued = run_process(
-        [QUEUE_CLI, "enqueue", "--db", "var/q.sqlite3"],
+        [QUEUE_CLI, "enqueue", "--db", "sqlite:///var/q.sqlite3"],
         stdin="job-1\njob-2\n",
         cwd=short_root,
         env=env,
     )
     assert (enqueued.returncode, enqueued.stdout, enqueued.stderr) == (0, "enqueued 2\n", "")
     stats = run_process(
-        [QUEUE_CLI, "stats", "--db", "var/q.sqlite3", "--json"], cwd=short_root, env=env
+        [QUEUE_CLI, "stats", "--db", "sqlite:///var/q.sqlite3", "--json"], cwd=short_root, env=env
     )
     assert (stats.returncode, stats.stderr) == (0, "")
     assert stats.stdout == '{"done":0,"failed":0,"in_flight":0,"pending":2}\n'
@@ -199,7 +203,7 @@ def test_files_and_directories_are_private_whatever_the_umask(short_root: Path, 
     existing.mkdir(mode=0o755)
     existing.chmod(0o755)
     db = existing / "a" / "b" / "q.sqlite3"
-    enqueued = run_process([QUEUE_CLI, "enqueue", "--db", str(db), "job"], umask=umask)
+    enqueued = run_process([QUEUE_CLI, "enqueue", "--db", sqlite_url(db), "job"], umask=umask)
     assert (enqueued.returncode, enqueued.stderr) == (0, "")
     assert os.listdir(db.parent) == ["q.sqlite3"]  # the worker below makes the rest
     worker = (

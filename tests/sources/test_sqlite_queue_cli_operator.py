@@ -1,4 +1,4 @@
-"""``coretsia-sqlite-queue``'s operator commands: ``failed`` lists the failures (never a
+"""``coretsia-queue``'s operator commands: ``failed`` lists the failures (never a
 payload), ``retry`` by id or ``--all``, ``purge`` one settled state; a usage error changes
 nothing, and none of them creates a database.
 """
@@ -12,23 +12,23 @@ from pathlib import Path
 
 import pytest
 from commands import QUEUE_CLI, run_process
-from queue_cli import run_cli
+from queue_cli import run_cli, sqlite_url
 
 from coretsia.sources.sqlite_queue import SqliteQueue
 
 NOT_BOTH_NOT_NEITHER = (
-    "coretsia-sqlite-queue: usage error: give message ids or --all, not both and not neither"
+    "coretsia-queue: usage error: give message ids or --all, not both and not neither"
 )
 USAGE = {
-    "retry": "usage: coretsia-sqlite-queue retry [-h] --db PATH [--all] [ID ...]",
-    "purge": "usage: coretsia-sqlite-queue purge [-h] --db PATH (--done | --failed)",
+    "retry": "usage: coretsia-queue retry [-h] --db URL [--queue NAME] [--all] [ID ...]",
+    "purge": "usage: coretsia-queue purge [-h] --db URL [--queue NAME] (--done | --failed)",
 }
 
 
 def _bad_id(text: str) -> str:
     """argparse's error line for a retry ``ID`` that is not one."""
     return (
-        "coretsia-sqlite-queue retry: error: argument ID: "
+        "coretsia-queue retry: error: argument ID: "
         f"not a message id: '{text}' (ids are 1 to 9223372036854775807)"
     )
 
@@ -51,7 +51,7 @@ class TestFailed:
         self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
         _with_failures(db)
-        code, out, err = run_cli(["failed", "--db", str(db)], capsys, monkeypatch)
+        code, out, err = run_cli(["failed", "--db", sqlite_url(db)], capsys, monkeypatch)
         assert (code, err) == (0, "")
         lines = out.splitlines()
         assert len(lines) == 2
@@ -66,7 +66,7 @@ class TestFailed:
         self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
         _with_failures(db)
-        code, out, _ = run_cli(["failed", "--db", str(db), "--json"], capsys, monkeypatch)
+        code, out, _ = run_cli(["failed", "--db", sqlite_url(db), "--json"], capsys, monkeypatch)
         assert code == 0
         rows = json.loads(out)
         assert [(r["id"], r["attempts"], r["last_error"]) for r in rows] == [
@@ -90,8 +90,12 @@ class TestFailed:
         with conn:
             conn.execute("UPDATE messages SET settled_at = NULL WHERE id = 1")
         conn.close()
-        assert run_cli(["failed", "--db", str(db)], capsys, monkeypatch) == (0, "1\t1\t-\t\n", "")
-        assert run_cli(["failed", "--db", str(db), "--json"], capsys, monkeypatch) == (
+        assert run_cli(["failed", "--db", sqlite_url(db)], capsys, monkeypatch) == (
+            0,
+            "1\t1\t-\t\n",
+            "",
+        )
+        assert run_cli(["failed", "--db", sqlite_url(db), "--json"], capsys, monkeypatch) == (
             0,
             '[{"attempts":1,"id":1,"last_error":null,"settled_at":null}]\n',
             "",
@@ -101,8 +105,8 @@ class TestFailed:
         self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
         SqliteQueue(db).close()
-        assert run_cli(["failed", "--db", str(db)], capsys, monkeypatch) == (0, "", "")
-        assert run_cli(["failed", "--db", str(db), "--json"], capsys, monkeypatch) == (
+        assert run_cli(["failed", "--db", sqlite_url(db)], capsys, monkeypatch) == (0, "", "")
+        assert run_cli(["failed", "--db", sqlite_url(db), "--json"], capsys, monkeypatch) == (
             0,
             "[]\n",
             "",
@@ -113,7 +117,7 @@ class TestRetry:
     def test_an_id_beyond_sqlites_integers_is_a_usage_error(self, db: Path) -> None:
         """The console script as an operator runs it: exit 2, argparse's message, nothing else."""
         _with_failures(db)
-        retried = run_process([QUEUE_CLI, "retry", "--db", str(db), "99999999999999999999"])
+        retried = run_process([QUEUE_CLI, "retry", "--db", sqlite_url(db), "99999999999999999999"])
         assert (retried.returncode, retried.stdout) == (2, "")
         assert retried.stderr.splitlines() == [USAGE["retry"], _bad_id("99999999999999999999")]
         with SqliteQueue(db) as queue:
@@ -124,18 +128,19 @@ class TestRetry:
     ) -> None:
         _with_failures(db)
         assert run_cli(
-            ["retry", "--db", str(db), "2", "9223372036854775807"], capsys, monkeypatch
-        ) == (1, "retried 1\n", "coretsia-sqlite-queue: error: no message 9223372036854775807\n")
+            ["retry", "--db", sqlite_url(db), "2", "9223372036854775807"], capsys, monkeypatch
+        ) == (1, "retried 1\n", "coretsia-queue: error: no message 9223372036854775807\n")
 
     def test_ids_retry_the_failed_and_report_the_rest(
         self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
         _with_failures(db)
-        code, out, err = run_cli(["retry", "--db", str(db), "3", "1", "77"], capsys, monkeypatch)
+        code, out, err = run_cli(
+            ["retry", "--db", sqlite_url(db), "3", "1", "77"], capsys, monkeypatch
+        )
         assert (code, out) == (1, "retried 1\n")
         assert err == (
-            "coretsia-sqlite-queue: error: no message 77\n"
-            "coretsia-sqlite-queue: error: message 1 is not failed\n"
+            "coretsia-queue: error: no message 77\ncoretsia-queue: error: message 1 is not failed\n"
         )
         with SqliteQueue(db) as queue:
             assert queue.stats() == {"pending": 2, "in_flight": 0, "done": 1, "failed": 1}
@@ -144,7 +149,7 @@ class TestRetry:
         self, db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
     ) -> None:
         _with_failures(db)
-        assert run_cli(["retry", "--db", str(db), "--all"], capsys, monkeypatch) == (
+        assert run_cli(["retry", "--db", sqlite_url(db), "--all"], capsys, monkeypatch) == (
             0,
             "retried 2\n",
             "",
@@ -169,7 +174,7 @@ class TestPurge:
         left: dict[str, int],
     ) -> None:
         _with_failures(db)
-        assert run_cli(["purge", "--db", str(db), flag], capsys, monkeypatch) == (
+        assert run_cli(["purge", "--db", sqlite_url(db), flag], capsys, monkeypatch) == (
             0,
             f"purged {count}\n",
             "",
@@ -192,13 +197,12 @@ class TestPurge:
         (
             "purge",
             [],
-            "coretsia-sqlite-queue purge: error: one of the arguments --done --failed is required",
+            "coretsia-queue purge: error: one of the arguments --done --failed is required",
         ),
         (
             "purge",
             ["--done", "--failed"],
-            "coretsia-sqlite-queue purge: error: "
-            "argument --failed: not allowed with argument --done",
+            "coretsia-queue purge: error: argument --failed: not allowed with argument --done",
         ),
     ],
 )
@@ -216,7 +220,7 @@ def test_retry_and_purge_usage_errors_change_nothing(
     parses but makes no sense) only the one line.
     """
     _with_failures(db)
-    code, out, err = run_cli([command, "--db", str(db), *tail], capsys, monkeypatch)
+    code, out, err = run_cli([command, "--db", sqlite_url(db), *tail], capsys, monkeypatch)
     assert (code, out) == (2, "")
     ours = message == NOT_BOTH_NOT_NEITHER
     assert err.splitlines() == ([message] if ours else [USAGE[command], message])
@@ -231,8 +235,8 @@ def test_retry_and_purge_usage_errors_change_nothing(
 def test_the_operator_commands_never_create_a_database(
     db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
 ) -> None:
-    code, out, err = run_cli([argv[0], "--db", str(db), *argv[1:]], capsys, monkeypatch)
+    code, out, err = run_cli([argv[0], "--db", sqlite_url(db), *argv[1:]], capsys, monkeypatch)
     assert (code, out) == (1, "")
-    assert err == "coretsia-sqlite-queue: error: the queue database does not exist\n"
+    assert err == "coretsia-queue: error: the queue database does not exist\n"
     assert not db.exists()
     assert not db.parent.exists()

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from commands import ANY_QUEUE_CLI, QUEUE_CLI, run_process
+from commands import QUEUE_CLI, run_process
 from fake_context import FakeContext
 from pools import Supervisors, assert_failed, install_app, wait_for, write_root
 
@@ -48,7 +48,7 @@ def filled_queue(path: Path, count: int) -> list[str]:
 
 
 def cli(*args: str) -> tuple[int, str, str]:
-    done = run_process([ANY_QUEUE_CLI, *args])
+    done = run_process([QUEUE_CLI, *args])
     return done.returncode, done.stdout, done.stderr
 
 
@@ -136,12 +136,12 @@ class TestRecover:
         damage(path)
         before = hashlib.sha256(path.read_bytes()).hexdigest()
         saved = short_root / "saved.sqlite3"
-        done = run_process([QUEUE_CLI, "recover", "--db", str(path), "--to", str(saved)])
+        done = run_process([QUEUE_CLI, "recover", "--db", f"sqlite:///{path}", "--to", str(saved)])
         assert done.returncode == 1
         assert hashlib.sha256(path.read_bytes()).hexdigest() == before  # only read
         count = int(done.stdout.split()[1])
         assert done.stdout == f"saved {count} (pending {count}, in_flight 0, done 0, failed 0)\n"
-        prefix = "coretsia-sqlite-queue: error: "
+        prefix = "coretsia-queue: error: "
         assert done.stderr.startswith(prefix)
         lost_text = done.stderr[len(prefix) :].split(": ids ")
         lost = [
@@ -158,7 +158,7 @@ class TestRecover:
         rows = conn.execute("SELECT id, payload FROM messages ORDER BY id").fetchall()
         conn.close()
         assert rows == [(n + 1, p) for n, p in enumerate(payloads) if n + 1 not in lost]
-        again = run_process([QUEUE_CLI, "recover", "--db", str(path), "--to", str(saved)])
+        again = run_process([QUEUE_CLI, "recover", "--db", f"sqlite:///{path}", "--to", str(saved)])
         assert (again.returncode, again.stdout) == (1, "")
         assert "exists already" in again.stderr
 

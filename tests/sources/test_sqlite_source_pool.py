@@ -39,7 +39,9 @@ def next_root(root: Path, short_roots: Callable[[], Path]) -> Path:
 
 
 def queue_cli(root: Path, *args: str, stdin: str | None = None) -> str:
-    done = run_process([QUEUE_CLI, *args, "--db", "var/queue.sqlite3"], stdin=stdin, cwd=root)
+    done = run_process(
+        [QUEUE_CLI, *args, "--db", "sqlite:///var/queue.sqlite3"], stdin=stdin, cwd=root
+    )
     assert (done.returncode, done.stderr) == (0, ""), done
     return done.stdout
 

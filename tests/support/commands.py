@@ -7,10 +7,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-QUEUE_CLI = str(Path(sys.executable).with_name("coretsia-sqlite-queue"))
-"""The installed ``coretsia-sqlite-queue`` console script of the test interpreter."""
-ANY_QUEUE_CLI = str(Path(sys.executable).with_name("coretsia-queue"))
+QUEUE_CLI = str(Path(sys.executable).with_name("coretsia-queue"))
 """The installed ``coretsia-queue`` console script (SQLite or PostgreSQL by URL)."""
+SQLITE_QUEUE_CLI = str(Path(sys.executable).with_name("coretsia-sqlite-queue"))
+"""The installed ``coretsia-sqlite-queue`` console script: the deprecated alias."""
 
 
 def run_process(

@@ -1,11 +1,12 @@
-"""``coretsia-sqlite-queue`` run in the test's own interpreter, as its console script would
-run it: argv in, exit status and captured output back.
+"""``coretsia-queue`` run in the test's own interpreter, as its console script would run
+it: argv in, exit status and captured output back.
 """
 
 from __future__ import annotations
 
 import io
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -27,3 +28,8 @@ def run_cli(
         code = exit_.code if isinstance(exit_.code, int) else 1
     out, err = capsys.readouterr()
     return code, out, err
+
+
+def sqlite_url(path: Path | str) -> str:
+    """``--db`` for the SQLite file ``path`` (absolute: ``sqlite:////...``)."""
+    return f"sqlite:///{path}"

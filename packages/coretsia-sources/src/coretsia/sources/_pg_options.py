@@ -12,13 +12,8 @@ from collections.abc import Mapping
 from typing import Final, NamedTuple
 
 from coretsia.sources._pg_names import DEFAULT_QUEUE, valid_queue_name
-from coretsia.sources._source_common import (
-    COMMON_OPTIONS,
-    SourceOptionError,
-    check_unknown,
-    common_options,
-    int_option,
-)
+from coretsia.sources._source_options import COMMON_OPTIONS, Option, Text, parse
+from coretsia.worker_protocol._strict import Int
 from coretsia.worker_protocol.catalogue import ConfigRule
 
 DEFAULT_LEASE_TIMEOUT_MS: Final = 30_000
@@ -26,7 +21,15 @@ MIN_LEASE_TIMEOUT_MS: Final = 100
 MAX_LEASE_TIMEOUT_MS: Final = 86_400_000
 DEFAULT_RECONNECT_TIMEOUT_MS: Final = 30_000
 MAX_RECONNECT_TIMEOUT_MS: Final = 86_400_000
-OPTIONS: Final = COMMON_OPTIONS | {"dsn", "queue", "lease_timeout_ms", "reconnect_timeout_ms"}
+OPTIONS: Final = {
+    "dsn": Option(Text(lambda dsn: "\0" not in dsn), None, ConfigRule.NOT_ONE_OF),
+    "queue": Option(Text(valid_queue_name), DEFAULT_QUEUE, ConfigRule.NOT_ONE_OF),
+    **COMMON_OPTIONS,
+    "lease_timeout_ms": Option(
+        Int(MIN_LEASE_TIMEOUT_MS, MAX_LEASE_TIMEOUT_MS), DEFAULT_LEASE_TIMEOUT_MS
+    ),
+    "reconnect_timeout_ms": Option(Int(0, MAX_RECONNECT_TIMEOUT_MS), DEFAULT_RECONNECT_TIMEOUT_MS),
+}
 
 
 class PostgresOptions(NamedTuple):
@@ -45,38 +48,5 @@ class PostgresOptions(NamedTuple):
 
 def parse_options(options: Mapping[str, object]) -> PostgresOptions:
     """Every option checked, in a fixed order (unknown keys first); imports nothing."""
-    check_unknown(options, OPTIONS)
-    dsn = options.get("dsn")
-    if dsn is not None and not isinstance(dsn, str):
-        raise SourceOptionError("dsn", ConfigRule.WRONG_TYPE)
-    if dsn is not None and "\0" in dsn:
-        raise SourceOptionError("dsn", ConfigRule.NOT_ONE_OF)
-    queue = options.get("queue", DEFAULT_QUEUE)
-    if not isinstance(queue, str):
-        raise SourceOptionError("queue", ConfigRule.WRONG_TYPE)
-    if not valid_queue_name(queue):
-        raise SourceOptionError("queue", ConfigRule.NOT_ONE_OF)
-    handler, max_attempts, keep_error_messages = common_options(options)
-    lease_timeout_ms = int_option(
-        options,
-        "lease_timeout_ms",
-        DEFAULT_LEASE_TIMEOUT_MS,
-        MIN_LEASE_TIMEOUT_MS,
-        MAX_LEASE_TIMEOUT_MS,
-    )
-    reconnect_timeout_ms = int_option(
-        options,
-        "reconnect_timeout_ms",
-        DEFAULT_RECONNECT_TIMEOUT_MS,
-        0,
-        MAX_RECONNECT_TIMEOUT_MS,
-    )
-    return PostgresOptions(
-        dsn or None,
-        queue,
-        handler,
-        max_attempts,
-        lease_timeout_ms,
-        keep_error_messages,
-        reconnect_timeout_ms,
-    )
+    values = parse(options, OPTIONS)
+    return PostgresOptions(**{**values, "dsn": values["dsn"] or None})

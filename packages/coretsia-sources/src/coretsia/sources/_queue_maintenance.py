@@ -1,6 +1,6 @@
 """An operator's view of the queue: counts, failed messages, retry and purge.
 
-What the ``coretsia-sqlite-queue`` commands run. Nothing here ever shows a payload
+What the ``coretsia-queue`` commands run on an SQLite queue. Nothing here ever shows a payload
 (application data, and this output ends up in terminals and tickets), and nothing holds
 the writer lock for long: the workers share the same database meanwhile.
 """

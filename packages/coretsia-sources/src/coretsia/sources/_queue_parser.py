@@ -1,10 +1,11 @@
 """The queue commands' argument parsers, and nothing else: the man pages are built from them.
 
-``coretsia-sqlite-queue`` (:func:`sqlite_parser`) and ``coretsia-queue``
-(:func:`queue_parser`) have the same commands; they differ in how ``--db`` names the
-queue. This module imports the standard library only (and the package's version), so that
-the build hook (``hatch_build.py``) can load it without the package's dependencies, as
-argparse-manpage needs.
+``coretsia-queue`` (:func:`queue_parser`) and its deprecated alias
+``coretsia-sqlite-queue`` (:func:`sqlite_parser`) have the same commands; they differ in
+how ``--db`` names the queue, and both parse it into a :class:`Database`. This module
+imports the standard library only (and the package's version), so that the build hook
+(``hatch_build.py``) can load it without the package's dependencies, as argparse-manpage
+needs.
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from coretsia.sources._pg_names import DEFAULT_QUEUE, MAX_QUEUE_NAME, valid_queu
 from coretsia.sources._version import __version__
 
 SQLITE_PROG = "coretsia-sqlite-queue"
-SQLITE_DESCRIPTION = "Add work to a Coretsia SQLite queue, show it, and handle failed messages."
+SQLITE_DESCRIPTION = (
+    "Deprecated alias of coretsia-queue for an SQLite file (--db PATH): add work to a "
+    "Coretsia SQLite queue, show it, and handle failed messages."
+)
 
 
 QUEUE_PROG = "coretsia-queue"
@@ -183,7 +187,15 @@ def _command(
 
 
 def _sqlite_db(command: argparse.ArgumentParser) -> None:
-    command.add_argument("--db", required=True, metavar="PATH", help="the queue database")
+    command.add_argument(
+        "--db", required=True, type=sqlite_path, metavar="PATH", help="the queue database"
+    )
+    command.set_defaults(queue=DEFAULT_QUEUE)
+
+
+def sqlite_path(text: str) -> Database:
+    """An argparse type: the alias's ``--db``, an SQLite file's path."""
+    return Database("sqlite", text)
 
 
 _MAX_ID = 2**63 - 1

@@ -11,7 +11,7 @@ supervisor imports both sources' modules at ``start`` to check their options.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Final, Protocol, TypeVar
 
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.internal.runtime.imports import import_target
@@ -24,8 +24,6 @@ if TYPE_CHECKING:
 TASK_TYPE: Final = "queue"
 DEFAULT_MAX_ATTEMPTS: Final = 3
 UNKNOWN_GENERATION: Final = "unknown"
-COMMON_OPTIONS: Final = frozenset({"handler", "max_attempts", "keep_error_messages"})
-"""The options every queue source takes (each adds where its queue lives)."""
 
 Handler = Callable[[str], object]
 
@@ -112,53 +110,8 @@ def context_generation(context: TaskSourceContext) -> str:
     return generation
 
 
-def check_unknown(options: Mapping[str, object], allowed: frozenset[str]) -> None:
-    """The first unknown key, in sorted order (one file always reports the same error)."""
-    unknown = sorted(set(options) - allowed)
-    if unknown:
-        raise SourceOptionError(str(unknown[0]), ConfigRule.UNKNOWN_KEY)
-
-
-def common_options(options: Mapping[str, object]) -> tuple[str, int, bool]:
-    """The handler's ``module:attr``, ``max_attempts`` and ``keep_error_messages``, checked.
-
-    Imports nothing: whether the handler imports is the worker's check.
-    """
-    target = handler_target(options.get("handler"))
-    max_attempts = int_option(options, "max_attempts", DEFAULT_MAX_ATTEMPTS, 1)
-    keep_error_messages = options.get("keep_error_messages", False)
-    if type(keep_error_messages) is not bool:
-        raise SourceOptionError("keep_error_messages", ConfigRule.WRONG_TYPE)
-    return target, max_attempts, keep_error_messages
-
-
-def int_option(
-    options: Mapping[str, object], key: str, default: int, low: int, high: int | None = None
-) -> int:
-    """An integer option within ``[low, high]`` (a TOML boolean is not an integer here)."""
-    value = options.get(key, default)
-    if type(value) is not int:  # not isinstance: a TOML boolean is an int too
-        raise SourceOptionError(key, ConfigRule.WRONG_TYPE)
-    if value < low or (high is not None and value > high):
-        raise SourceOptionError(key, ConfigRule.OUT_OF_RANGE)
-    return value
-
-
-def handler_target(target: object) -> str:
-    """``handler`` present and shaped ``module:attr.path`` (dotted identifiers)."""
-    if target is None:
-        raise SourceOptionError("handler", ConfigRule.REQUIRED)
-    if not isinstance(target, str):
-        raise SourceOptionError("handler", ConfigRule.WRONG_TYPE)
-    module_name, _, attr_path = target.partition(":")
-    parts = [*module_name.split("."), *attr_path.split(".")]
-    if not all(part.isidentifier() for part in parts):
-        raise SourceOptionError("handler", ConfigRule.INVALID_TARGET)
-    return target
-
-
 def import_handler(target: str) -> Handler:
-    """Follow ``module:attr.path`` (shaped by :func:`handler_target`); it must be callable."""
+    """Follow ``module:attr.path`` (shape checked with the options); it must be callable."""
     try:
         handler = import_target(target)
     except (ImportError, AttributeError) as error:
@@ -166,6 +119,24 @@ def import_handler(target: str) -> Handler:
     if not callable(handler):
         raise SourceOptionError("handler", ConfigRule.INVALID_TARGET)
     return handler
+
+
+class _Options(Protocol):
+    @property
+    def handler(self) -> str: ...
+
+
+OptionsT = TypeVar("OptionsT", bound=_Options)
+
+
+def read_context(
+    context: TaskSourceContext, name: str, parse: Callable[[Mapping[str, object]], OptionsT]
+) -> tuple[OptionsT, Handler, str]:
+    """What a factory builds its source from: the options ``parse`` checked, the handler
+    imported, the generation id (or :data:`UNKNOWN_GENERATION`)."""
+    check_task_type(context, name)
+    options = parse(context_options(context))
+    return options, import_handler(options.handler), context_generation(context)
 
 
 def describe(error: BaseException, *, with_message: bool = False) -> str:

@@ -1,21 +1,34 @@
-"""``coretsia-sqlite-queue``: add work to a queue database, look at it, handle failures.
+"""``coretsia-queue``: add work to a queue (SQLite or PostgreSQL), look at it, handle failures.
 
 ::
 
-    coretsia-sqlite-queue enqueue --db var/queue.sqlite3 PAYLOAD...
-    printf 'a\\nb\\n' | coretsia-sqlite-queue enqueue --db var/queue.sqlite3
-    coretsia-sqlite-queue stats --db var/queue.sqlite3 [--json]
-    coretsia-sqlite-queue failed --db var/queue.sqlite3 [--json]
-    coretsia-sqlite-queue retry --db var/queue.sqlite3 (ID... | --all)
-    coretsia-sqlite-queue purge --db var/queue.sqlite3 (--done | --failed)
-    coretsia-sqlite-queue check --db var/queue.sqlite3
-    coretsia-sqlite-queue recover --db var/queue.sqlite3 --to var/saved.sqlite3
+    coretsia-queue enqueue --db URL [--queue NAME] PAYLOAD...
+    printf 'a\\nb\\n' | coretsia-queue enqueue --db sqlite:///var/queue.sqlite3
+    coretsia-queue stats --db URL [--queue NAME] [--json]
+    coretsia-queue failed --db URL [--queue NAME] [--json]
+    coretsia-queue retry --db URL [--queue NAME] (ID... | --all)
+    coretsia-queue purge --db URL [--queue NAME] (--done | --failed)
+    coretsia-queue check --db URL [--queue NAME]
+    coretsia-queue recover --db sqlite:///PATH --to NEW_PATH
+
+``URL`` names the backend: ``sqlite:///relative/path`` or ``sqlite:////absolute/path``
+(SQLAlchemy's convention: the path is what follows the third slash), or a libpq URI,
+``postgresql://...`` (``postgres://`` too), including the socket form
+``postgresql:///dbname?host=/socket/dir&user=name``. A password is better left to the
+``PGPASSWORD`` or ``PGPASSFILE`` environment variables than written on a command line that
+``ps`` shows; the URL is never echoed, in an error or elsewhere. ``stats --json`` has the
+keys ``pending``, ``in_flight``, ``done`` and ``failed`` for both backends. An SQLite file
+holds one queue: ``--queue`` other than ``default`` is for PostgreSQL only.
+
+``coretsia-sqlite-queue`` is the same commands with ``--db PATH`` (an SQLite file, no
+``--queue``): a deprecated alias, kept for a release, that says so in one line on stderr
+before anything else.
 
 ``enqueue`` reads payloads from standard input, one per line (empty lines skipped: a
 trailing blank line is almost never meant as a message), when no PAYLOAD is given or in
-place of a ``-``. It creates the database if needed (privately: ``0600``, new
-directories ``0700``); the other commands never do (a typo in ``--db`` should say so,
-not show an empty queue).
+place of a ``-``. It creates the queue if needed (SQLite: the file, privately: ``0600``,
+new directories ``0700``; PostgreSQL: the tables and migration table); the other commands
+never do (a typo in ``--db`` should say so, not show an empty queue).
 
 ``failed`` lists the messages that failed for good: id, attempts, when they failed
 (ISO 8601, UTC) and ``last_error``; never a payload (payloads are application data, and
@@ -25,13 +38,14 @@ stderr and the command exits 1, but the other ids are still retried (one bad id 
 pasted list should not hold back the rest; the exit status still tells a script that
 something was off). ``purge`` deletes every done (or failed) message and prints the count.
 
-``check`` runs SQLite's ``integrity_check`` and the schema check and prints ``ok``; a
-queue that is not sound is one token on stderr, ``CHECK: TOKEN (detail)``, and exit 1:
-``queue-corrupt`` (damaged, or not a database), ``queue-full`` (no space left),
-``queue-schema-invalid`` (not a queue, or another schema version), ``queue-unavailable``
-(missing, or cannot be opened). ``recover`` copies every readable message of a damaged
-queue into a new file (:mod:`coretsia.sources._queue_salvage` says which can be saved);
-the ids it could not read are named on stderr and it exits 1, as ``retry`` does.
+``check`` runs SQLite's ``integrity_check`` (PostgreSQL: nothing more) and the schema
+check and prints ``ok``; a queue that is not sound is one token on stderr,
+``CHECK: TOKEN (detail)``, and exit 1: ``queue-corrupt`` (damaged, or not a database),
+``queue-full`` (no space left), ``queue-schema-invalid`` (not a queue, or another schema
+version), ``queue-unavailable`` (missing, or cannot be opened). ``recover`` copies every
+readable message of a damaged SQLite queue into a new file
+(:mod:`coretsia.sources._queue_salvage` says which can be saved); the ids it could not
+read are named on stderr and it exits 1, as ``retry`` does.
 
 Errors are one short line on stderr, never a traceback. Exit status: 0 success, 1 the
 database could not be used (or some ``retry`` ids were refused), 2 usage.
@@ -48,14 +62,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timezone
 from typing import Literal, Protocol, TextIO
 
+from coretsia.sources._pg_names import DEFAULT_QUEUE
 from coretsia.sources._queue_health import fault
 from coretsia.sources._queue_maintenance import STATES
-from coretsia.sources._queue_parser import SQLITE_PROG, Database, sqlite_parser
+from coretsia.sources._queue_parser import SQLITE_PROG, Database, queue_parser, sqlite_parser
 from coretsia.sources._queue_records import FailedMessage, QueueError, Retried
 from coretsia.sources._queue_salvage import salvage
 from coretsia.sources.sqlite_queue import SqliteQueue
 
-PROG = SQLITE_PROG
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
@@ -87,13 +101,39 @@ Opener = Callable[[argparse.Namespace, bool], OperatorQueue]
 """Opens the queue the parsed command line names; the flag: create it if missing."""
 
 
+build_parser = queue_parser
+"""``coretsia-queue``'s argument parser (also what its man page is made from)."""
+DEPRECATED_ALIAS = (
+    f"{SQLITE_PROG}: deprecated: use coretsia-queue --db sqlite:///PATH (the same commands); "
+    "this alias goes in a later release"
+)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; return (and, as a console script, exit with) its status."""
-    return run(sqlite_parser(), _open_sqlite, argv)
+    return run(queue_parser(), open_queue, argv)
 
 
-def _open_sqlite(args: argparse.Namespace, create: bool) -> OperatorQueue:
-    return SqliteQueue(args.db, create=create)
+def sqlite_alias_main(argv: Sequence[str] | None = None) -> int:
+    """``coretsia-sqlite-queue``: the deprecated alias (``--db PATH``), after its note."""
+    print(DEPRECATED_ALIAS, file=sys.stderr)
+    return run(sqlite_parser(), open_queue, argv)
+
+
+def open_queue(args: argparse.Namespace, create: bool) -> OperatorQueue:
+    """The queue ``--db`` and ``--queue`` name; psycopg is imported for PostgreSQL only."""
+    db: Database = args.db
+    if db.backend == "sqlite":
+        if args.queue != DEFAULT_QUEUE:
+            raise UsageError("an SQLite file holds one queue: --queue is for PostgreSQL")
+        return SqliteQueue(db.target, create=create)
+    try:
+        from coretsia.sources.postgres_queue import PostgresQueue
+    except ImportError:
+        raise UsageError(
+            "PostgreSQL needs the extra: pip install 'coretsia-sources[postgres]'"
+        ) from None
+    return PostgresQueue(db.target, args.queue, create=create)
 
 
 def run(parser: argparse.ArgumentParser, opener: Opener, argv: Sequence[str] | None) -> int:
@@ -219,10 +259,8 @@ def _purge(open_queue: Open, state: Literal["done", "failed"], stdout: TextIO) -
 
 
 def _sqlite_path(args: argparse.Namespace) -> str | None:
-    """The SQLite file ``--db`` names (either command's form); None for PostgreSQL."""
-    db: Database | str = args.db
-    if isinstance(db, str):
-        return db
+    """The SQLite file ``--db`` names; None for PostgreSQL."""
+    db: Database = args.db
     return db.target if db.backend == "sqlite" else None
 
 

@@ -13,12 +13,12 @@ worker waits behind another's claim, and two never take one message.
 asked of a local kernel as the SQLite queue does with ``flock``. Each lease carries its
 generation and an expiry (the server's clock plus ``lease_timeout_ms``); the worker that
 holds it renews it while the task runs (``renew``, from the source's heartbeat thread),
-and a lease whose expiry has passed is taken back (``reap``), counted as an interrupted
+and a lease whose expiry has passed is taken back (``recover``), counted as an interrupted
 attempt. So a dead pool's leases come back after the lease timeout, and a live pool's
 never do while its heartbeat reaches the server. Times are the server's: the workers'
 clocks never matter.
 
-**Waking.** ``enqueue`` (and ``reap`` or ``retry`` when they make messages pending)
+**Waking.** ``enqueue`` (and ``recover`` or ``retry`` when they make messages pending)
 sends ``NOTIFY`` on the queue's channel in the same transaction, so the notification is
 delivered at commit or never. A waiting worker ``LISTEN``\\ s before it looks at the
 queue (no lost wake-up) and waits on its connection's descriptor and the pool's stop
@@ -63,7 +63,7 @@ _FAIL_SET: Final = (
     "state = CASE WHEN attempts + 1 >= %(max)s THEN 'failed' ELSE 'pending' END, "
     "settled_at = CASE WHEN attempts + 1 >= %(max)s THEN now() END, last_error = %(error)s"
 )
-"""One failed (or interrupted) attempt: the SET clause shared by ``fail`` and ``reap``."""
+"""One failed (or interrupted) attempt: the SET clause shared by ``fail`` and ``recover``."""
 _HELD: Final = "id = %(id)s AND state = 'leased' AND lease_token = %(token)s"
 """The row of a lease that still holds: the condition of every settlement."""
 _ACK: Final = (
@@ -183,7 +183,7 @@ class PostgresQueue:
 
     # -- consuming -----------------------------------------------------------------------
 
-    def claim(self, generation: str, lease_timeout_ms: int) -> Message | None:
+    def lease(self, generation: str, lease_timeout_ms: int) -> Message | None:
         """Lease the oldest pending message for ``generation``, or None if there is none."""
         token = os.urandom(16).hex()
         with database_errors():
@@ -193,7 +193,7 @@ class PostgresQueue:
             ).fetchone()
         return None if row is None else _message(row, generation, token)
 
-    def ack_and_claim(
+    def ack_and_lease(
         self, message: Message, generation: str, lease_timeout_ms: int
     ) -> Message | None:
         """:meth:`ack` ``message`` and lease the next pending one, in one statement.
@@ -246,7 +246,7 @@ class PostgresQueue:
         if changed != 1:
             raise lease_lost(message)
 
-    def fail(self, message: Message, max_attempts: int, error: str | None = None) -> str:
+    def fail(self, message: Message, max_attempts: int, *, error: str | None = None) -> str:
         """Count a failed attempt if the lease still holds; the new state."""
         check_max_attempts(max_attempts)
         params = {
@@ -272,7 +272,7 @@ class PostgresQueue:
                 {"timeout": lease_timeout_ms, "tokens": list(tokens)},
             ).rowcount
 
-    def reap(self, max_attempts: int) -> int:
+    def recover(self, max_attempts: int) -> int:
         """Take back every expired lease of this queue, as an interrupted attempt; how many.
 
         Rows locked by a renewal or a settlement in progress are skipped (they are alive).

@@ -32,14 +32,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from coretsia.sources._pg_options import parse_options
-from coretsia.sources._source_common import (
-    TASK_TYPE,
-    SourceOptionError,
-    check_task_type,
-    context_generation,
-    context_options,
-    import_handler,
-)
+from coretsia.sources._source_common import TASK_TYPE, SourceOptionError, read_context
 
 if TYPE_CHECKING:
     from coretsia.sources._pg_worker_source import PostgresSource
@@ -48,12 +41,10 @@ if TYPE_CHECKING:
 
 def make_source(context: TaskSourceContext) -> PostgresSource:
     """The factory named by the entry point: check the options, import the handler, build."""
-    check_task_type(context, "postgres")
-    options = parse_options(context_options(context))
-    handler = import_handler(options.handler)
+    options, handler, generation = read_context(context, "postgres", parse_options)
     from coretsia.sources._pg_worker_source import PostgresSource  # psycopg: workers only
 
-    return PostgresSource(context, options, handler, context_generation(context))
+    return PostgresSource(context, options, handler, generation)
 
 
 def check_options(options: Mapping[str, object]) -> None:

@@ -12,7 +12,7 @@ serves the task type ``queue``. Configure it in ``coretsia.toml``::
     max_attempts = 3                 # failed attempts before a message is `failed`
     keep_error_messages = false      # true: last_error keeps "Type: message", not "Type"
 
-and add work with ``coretsia-sqlite-queue enqueue --db var/queue.sqlite3 PAYLOAD...`` or
+and add work with ``coretsia-queue enqueue --db sqlite:///var/queue.sqlite3 PAYLOAD...`` or
 :meth:`SqliteQueue.enqueue <coretsia.sources.sqlite_queue.SqliteQueue.enqueue>` from the
 application. A handler that returns settles the message ``done``; one that raises
 records a failed attempt (retried at once by the next free worker, until
@@ -21,7 +21,7 @@ records a failed attempt (retried at once by the next free worker, until
 A failed attempt is recorded in the message's ``last_error`` as the exception's type only
 (``ValueError``, ``myapp.jobs.Refused``): an exception's message often quotes the data
 it choked on, that is payload data, and ``last_error`` is shown to whoever runs
-``coretsia-sqlite-queue failed``. ``keep_error_messages = true`` keeps ``Type: message``
+``coretsia-queue failed``. ``keep_error_messages = true`` keeps ``Type: message``
 (clipped) instead: easier triage, at the price of that privacy.
 
 Workers open the queue with ``synchronous=NORMAL``: a power cut can undo a recent lease
@@ -50,28 +50,21 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sqlite3
-import weakref
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Final, NamedTuple, TypeVar
 
 from coretsia.sources._queue_health import fault
+from coretsia.sources._queue_source import STORE_ERRORS, QueueSource
 from coretsia.sources._source_common import (
-    COMMON_OPTIONS,
     DEFAULT_MAX_ATTEMPTS,
     TASK_TYPE,
     UNKNOWN_GENERATION,
     Handler,
     QueueTask,
     SourceOptionError,
-    check_task_type,
-    check_unknown,
-    common_options,
-    context_generation,
-    context_options,
-    describe,
-    import_handler,
+    read_context,
 )
+from coretsia.sources._source_options import COMMON_OPTIONS, Option, Text, parse
 from coretsia.sources.sqlite_queue import Message, QueueError, SqliteQueue, Waiter
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.task_source import TaskSourceStorageError
@@ -84,8 +77,16 @@ RECHECK_SECONDS: Final = 5.0
 """With notifications: how often an idle worker looks anyway, in case a poke was missed."""
 FALLBACK_RECHECK_SECONDS: Final = 1.0
 """Without notifications (no socket could be bound): how often an idle worker looks."""
-_OPTIONS: Final = COMMON_OPTIONS | {"database"}
+_OPTIONS: Final = {
+    "database": Option(
+        Text(lambda path: bool(path) and "\0" not in path),
+        DEFAULT_DATABASE,
+        ConfigRule.UNSAFE_PATH,
+    ),
+    **COMMON_OPTIONS,
+}
 _STORAGE_REASONS: Final = {"corrupt": Reason.TASK_SOURCE_CORRUPT, "full": Reason.TASK_SOURCE_FULL}
+T = TypeVar("T")
 
 
 class SqliteTask(QueueTask):
@@ -94,7 +95,7 @@ class SqliteTask(QueueTask):
     __slots__ = ()
 
 
-class SqliteSource:
+class SqliteSource(QueueSource[SqliteQueue, SqliteTask]):
     """The task source of one worker: leases messages for its generation, one at a time.
 
     On construction it opens the queue and recovers the leases left by earlier
@@ -105,8 +106,11 @@ class SqliteSource:
     ``worker-task-source-corrupt`` or ``worker-task-source-full`` when the file is damaged
     or the disk is full, which is reported so from ``receive`` and the settlements too.
     While idle it waits on the queue's poke socket and the pool's stop descriptor
-    together: new work and a cooperative stop both wake it at once.
+    together: new work and a cooperative stop both wake it at once. The loop itself is
+    :class:`~coretsia.sources._queue_source.QueueSource`'s.
     """
+
+    task_class = SqliteTask
 
     def __init__(
         self,
@@ -118,54 +122,43 @@ class SqliteSource:
         max_attempts: int = DEFAULT_MAX_ATTEMPTS,
         keep_error_messages: bool = False,
     ) -> None:
-        self._context = context
         self._database = database
-        self._handler = handler
-        self._generation = generation
-        self._max_attempts = max_attempts
-        self._keep_messages = keep_error_messages
-        self._queue: SqliteQueue | None = None
         self._waiter: Waiter | None = None
-        # The message leased with the last acknowledgement (at most one), shared with the
-        # finalizer: a worker that leaves without another receive() gives it back.
-        self._ahead: list[Message] = []
-        # Closed at interpreter exit too, so a cleanly exiting worker leaves no socket.
-        self._resources: list[Waiter | SqliteQueue] = []
-        self._finalizer = weakref.finalize(self, _close_all, self._resources, self._ahead)
-        try:
-            self._open()
-        except (QueueError, sqlite3.Error, OSError):
-            pass  # assert_ready tries again and reports it
+        super().__init__(
+            context,
+            handler,
+            generation=generation,
+            max_attempts=max_attempts,
+            keep_error_messages=keep_error_messages,
+        )
 
-    def _open(self) -> tuple[SqliteQueue, Waiter]:
-        """The queue and the waiter, opened (and leases recovered) on first success."""
-        if self._queue is None or self._waiter is None:
-            queue = SqliteQueue(self._database, synchronous="NORMAL")
-            try:
-                # Alive before anything else: no recoverer may take what we will lease.
-                queue.hold(self._generation)
-                if self._generation != UNKNOWN_GENERATION:
-                    # Without a generation id a dead lease cannot be told from a live one
-                    # of a sibling worker: recover nothing rather than risk a double run.
-                    queue.recover(self._generation, max_attempts=self._max_attempts)
-                # Bound before the first look at the queue: no poke can fall in between.
-                waiter = queue.waiter(self._context.stop_fileno())
-            except BaseException:
-                queue.close()
-                raise
-            self._queue, self._waiter = queue, waiter
-            self._resources += [waiter, queue]
-        return self._queue, self._waiter
+    def _connect(self) -> SqliteQueue:
+        queue = SqliteQueue(self._database, synchronous="NORMAL")
+        try:
+            # Alive before anything else: no recoverer may take what we will lease.
+            queue.hold(self._generation)
+            if self._generation != UNKNOWN_GENERATION:
+                # Without a generation id a dead lease cannot be told from a live one
+                # of a sibling worker: recover nothing rather than risk a double run.
+                queue.recover(self._generation, max_attempts=self._max_attempts)
+            # Bound before the first look at the queue: no poke can fall in between.
+            self._waiter = queue.waiter(self._context.stop_fileno())
+        except BaseException:
+            queue.close()
+            raise
+        self._held.extras.append(self._waiter)
+        return queue
 
     @property
     def queue(self) -> SqliteQueue:
         """The queue this source leases from (opened if it is not yet)."""
-        return self._open()[0]
+        return self._open()
 
     @property
     def notifying(self) -> bool:
         """True when enqueues wake this worker at once (False: it re-checks every second)."""
-        return self._open()[1].notifying
+        self._open()
+        return self._waiter is not None and self._waiter.notifying
 
     def assert_ready(self) -> None:
         """Raise unless the database opens, answers, holds the queue schema and has room.
@@ -175,13 +168,33 @@ class SqliteSource:
         (``worker-task-source-corrupt``) instead of the first task that meets the damage;
         one worker checking is enough for that, and keeps the others' boot short.
         """
+        self._call(self._check, waiting=False)
+
+    def _check(self, queue: SqliteQueue) -> None:
+        if getattr(self._context, "slot", 0) == 0:
+            queue.verify(thorough=False)
+        else:
+            queue.check()
+        queue.check_space()
+
+    def _lease(self, queue: SqliteQueue) -> Message | None:
+        return queue.lease(self._generation)
+
+    def _ack_and_lease(self, queue: SqliteQueue, message: Message) -> Message | None:
+        return queue.ack_and_lease(message, self._generation)
+
+    def _wait(self, queue: SqliteQueue) -> None:
+        if self._waiter is not None and self._waiter.notifying:
+            self._waiter.wait(RECHECK_SECONDS)
+        else:
+            self._context.wait_for_stop(FALLBACK_RECHECK_SECONDS)
+
+    def _call(self, operation: Callable[[SqliteQueue], T], *, waiting: bool) -> T:
         with self._storage_named():
-            queue = self._open()[0]
-            if getattr(self._context, "slot", 0) == 0:
-                queue.verify(thorough=False)
-            else:
-                queue.check()
-            queue.check_space()
+            return operation(self._open())
+
+    def _giving_back(self) -> contextlib.AbstractContextManager[None]:
+        return self._storage_named()
 
     @contextlib.contextmanager
     def _storage_named(self) -> Iterator[None]:
@@ -189,67 +202,11 @@ class SqliteSource:
         the worker reports ``worker-task-source-corrupt`` or ``-full``, not the step."""
         try:
             yield
-        except (QueueError, sqlite3.Error, OSError) as error:
+        except STORE_ERRORS as error:
             kind = fault(error, self._database)
             if kind is None:
                 raise
             raise TaskSourceStorageError(_STORAGE_REASONS[kind]) from error
-
-    @property
-    def handler(self) -> Handler:
-        """What a task's ``run`` calls with its payload."""
-        return self._handler
-
-    def receive(self) -> SqliteTask | None:
-        """The next message as a task; None only once a cooperative stop is requested."""
-        with self._storage_named():
-            return self._receive()
-
-    def _receive(self) -> SqliteTask | None:
-        queue, waiter = self._open()
-        while True:
-            if self._context.stopping:
-                self._release_ahead()
-                return None
-            message = self._ahead.pop() if self._ahead else queue.lease(self._generation)
-            if message is not None:
-                return SqliteTask(self, message)
-            if waiter.notifying:
-                stopping = waiter.wait(RECHECK_SECONDS)
-            else:
-                stopping = self._context.wait_for_stop(FALLBACK_RECHECK_SECONDS)
-            if stopping:
-                return None
-
-    def acknowledge(self, message: Message) -> None:
-        """Settle ``message`` done, and lease the next one ahead in the same transaction.
-
-        The worker asks for its next task right after this, so leasing it now costs no
-        turn at the writer lock of its own (module documentation). Not while stopping:
-        the message would only be given back.
-        """
-        with self._storage_named():
-            queue = self._open()[0]
-            if self._context.stopping:
-                queue.ack(message)
-            elif (ahead := queue.ack_and_lease(message, self._generation)) is not None:
-                self._ahead.append(ahead)
-
-    def record_failure(self, message: Message, error: BaseException) -> str:
-        """Record a failed attempt of ``message``; its new state (``pending``/``failed``)."""
-        with self._storage_named():
-            return self._open()[0].fail(
-                message, self._max_attempts, error=describe(error, with_message=self._keep_messages)
-            )
-
-    def _release_ahead(self) -> None:
-        """Give back the message leased ahead, if any: this worker will not run it."""
-        if self._ahead and self._queue is not None:
-            self._queue.release(self._ahead.pop())
-
-    def close(self) -> None:
-        """Give back a message leased ahead, remove the poke socket, close; idempotent."""
-        self._finalizer()
 
 
 def make_source(context: TaskSourceContext) -> SqliteSource:
@@ -259,10 +216,7 @@ def make_source(context: TaskSourceContext) -> SqliteSource:
     id from ``context.generation``; both are read with ``getattr`` so that a context
     without them still gets a clear error (no handler) or a safe default (no recovery).
     """
-    check_task_type(context, "sqlite")
-    database, target, max_attempts, keep_error_messages = _parse_options(context_options(context))
-    handler = import_handler(target)
-    generation = context_generation(context)
+    options, handler, generation = read_context(context, "sqlite", _parse_options)
     # Relative to the project root, the worker's working directory. An absolute path is
     # kept as it is: a database that outlives a project root, such as one handed from
     # each release directory to the next, or one shared by several pools. Generation ids
@@ -270,14 +224,14 @@ def make_source(context: TaskSourceContext) -> SqliteSource:
     # its generation's lock file, so the next root recovers what a dead one left leased
     # and never what a running one holds (where ``flock`` is missing, not POSIX, the
     # roots must never run at the same time).
-    path = os.path.join(os.getcwd(), database)
+    path = os.path.join(os.getcwd(), options.database)
     return SqliteSource(
         context,
         path,
         handler,
         generation=generation,
-        max_attempts=max_attempts,
-        keep_error_messages=keep_error_messages,
+        max_attempts=options.max_attempts,
+        keep_error_messages=options.keep_error_messages,
     )
 
 
@@ -297,34 +251,18 @@ make_source.check_options = check_options  # type: ignore[attr-defined]
 """Called by the supervisor at ``start`` with ``[worker.source_options]``."""
 
 
-def _parse_options(options: Mapping[str, object]) -> tuple[str, str, int, bool]:
-    """The database path, the handler's ``module:attr``, ``max_attempts`` and
-    ``keep_error_messages``, checked.
+class SqliteOptions(NamedTuple):
+    """``[worker.source_options]`` of the ``sqlite`` source, checked."""
 
-    Checks in a fixed order (unknown keys first), so one file always reports the same
-    error. Imports nothing: whether the handler imports is the worker's check.
-    """
-    check_unknown(options, _OPTIONS)
-    database = options.get("database", DEFAULT_DATABASE)
-    if not isinstance(database, str):
-        raise SourceOptionError("database", ConfigRule.WRONG_TYPE)
-    if not database or "\0" in database:
-        raise SourceOptionError("database", ConfigRule.UNSAFE_PATH)
-    return (database, *common_options(options))
+    database: str
+    handler: str
+    max_attempts: int
+    keep_error_messages: bool
 
 
-def _close_all(resources: list[Waiter | SqliteQueue], ahead: list[Message]) -> None:
-    """Give back a message leased ahead (at a clean exit too), then close everything."""
-    try:
-        for resource in resources:
-            if ahead and isinstance(resource, SqliteQueue):
-                resource.release(ahead.pop())
-    except (QueueError, sqlite3.Error, OSError):
-        pass  # still leased: recovered, as a worker's lease is, once its generation is gone
-    finally:
-        for resource in resources:
-            resource.close()
-        resources.clear()
+def _parse_options(options: Mapping[str, object]) -> SqliteOptions:
+    """Every option checked (:mod:`coretsia.sources._source_options`); imports nothing."""
+    return SqliteOptions(**parse(options, _OPTIONS))
 
 
 __all__ = [
