@@ -190,9 +190,16 @@ def test_each_rule_names_the_key_and_the_rule(
 def test_every_rule_of_the_worker_table_is_reached() -> None:
     """The file-level rules are covered above; UNAVAILABLE belongs to the driver resolver,
     DUPLICATE to registering ``[[process]]`` entries (tests/process/test_config_route.py),
-    REQUIRED to a task source's option check (tests/supervisor/test_task_sources.py)."""
+    REQUIRED to a task source's option check (tests/supervisor/test_task_sources.py),
+    UNTRUSTED_PATH to the runtime directories' owner and mode
+    (tests/lifecycle/test_lifecycle_trusted_paths.py)."""
     file_level = {ConfigRule.FILE_MISSING, ConfigRule.FILE_UNREADABLE, ConfigRule.NOT_TOML}
-    elsewhere = {ConfigRule.UNAVAILABLE, ConfigRule.DUPLICATE, ConfigRule.REQUIRED}
+    elsewhere = {
+        ConfigRule.UNAVAILABLE,
+        ConfigRule.DUPLICATE,
+        ConfigRule.REQUIRED,
+        ConfigRule.UNTRUSTED_PATH,
+    }
     reached = {rule for _, _, rule in CASES} | file_level | elsewhere
     assert reached == set(ConfigRule)
 
