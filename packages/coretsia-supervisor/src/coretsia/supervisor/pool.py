@@ -19,6 +19,7 @@ import trio
 from coretsia.worker_protocol.catalogue import HealthReason, Reason, SourceFault
 from coretsia.worker_protocol.control import HealthResponse, PoolSummary
 from coretsia.worker_protocol.exceptions import WorkerError
+from coretsia.worker_protocol.internal.runtime.exit_kind import ExitKind
 from coretsia.worker_protocol.vocabulary import Containment, Driver, PoolStatus, Transport
 from coretsia.worker_protocol.worker_channel import RecycleCause
 
@@ -61,7 +62,7 @@ class Slot:
     settled: trio.Event = attrs.field(factory=trio.Event)
     """Set when the current worker became ready or exited, whichever came first."""
     exited: trio.Event = attrs.field(factory=trio.Event)
-    exit_kind: str = ""
+    exit_kind: ExitKind | None = None
     """How the current worker ended (the guardian's word), once ``exited`` is set."""
     granted: trio.Event = attrs.field(factory=trio.Event)
     """Set when the current worker, having asked, may retire (its ``retire`` turn)."""
@@ -93,7 +94,7 @@ class Slot:
         self.retire_cause = RecycleCause.MAX_REQUESTS
         self.settled = trio.Event()
         self.exited = trio.Event()
-        self.exit_kind = ""
+        self.exit_kind = None
         self.granted = trio.Event()
         self.news = trio.Event()
         self.channel_closed = trio.Event()
