@@ -54,7 +54,7 @@ SPEC_JSON: dict[str, object] = {
     "hooks": {"before": [], "after": [], "reset": []},
     "runtime_entrypoint": None,
     "processes": None,
-    "event_loop": "asyncio",
+    "event_loop": None,
     "process_main": None,
     "ipc": None,
 }
@@ -181,6 +181,7 @@ def test_files_and_directories_are_private(tmp_path: Path) -> None:
         {"source_options": (("x", 1.5),)},
         {"source_options": (("x", {1, 2}),)},
         {"event_loop": "curio"},
+        {"event_loop": "trio"},  # no entries: no event loop
         {"hooks": {"before": []}},
     ],
 )

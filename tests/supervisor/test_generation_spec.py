@@ -80,8 +80,7 @@ def test_a_task_pool_spec_is_the_configuration_workers_use(tmp_path: Path) -> No
         source_options=(("batch", 5), ("path", "var/q.sqlite3"), ("strict", True)),
         hooks=HookTargets(before=("app.hooks:before",), reset=("app.hooks:reset",)),
         runtime_entrypoint=RUNTIME,
-        event_loop="trio",
-    )
+    )  # no entries: no event loop either
     assert "var/q.sqlite3" not in repr(spec)  # options are the application's: never shown
 
 

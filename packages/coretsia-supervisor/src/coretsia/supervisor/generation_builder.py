@@ -77,6 +77,6 @@ def build_generation_spec(
         hooks=hooks,
         runtime_entrypoint=runtime,
         processes=processes,
-        event_loop=config.processes.event_loop,
+        event_loop=None if processes is None else config.processes.event_loop,
         process_main=main,
     )

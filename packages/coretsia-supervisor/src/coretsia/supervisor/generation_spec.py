@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import enum
 
-from coretsia.supervisor.process.rules import EVENT_LOOPS
 from coretsia.worker_protocol import _strict as s
 from coretsia.worker_protocol._codec import Frame, Nested
 from coretsia.worker_protocol.catalogue import Reason
@@ -81,18 +80,18 @@ class _AppPath(s.Kind):
         return value
 
 
-class _OneOf(s.Kind):
-    """A string among ``values``."""
+class _EventLoop(s.Kind):
+    """One of the process entries' event loops (read only in a generation with entries:
+    a task worker's boot does not import the process package)."""
 
-    __slots__ = ("values",)
-
-    def __init__(self, values: tuple[str, ...]) -> None:
-        self.values = values
+    __slots__ = ()
 
     def read(self, value: object, path: str) -> str:
+        from coretsia.supervisor.process.rules import EVENT_LOOPS
+
         if type(value) is not str:
             raise s.FieldError(Reason.FRAME_WRONG_TYPE, path)
-        if value not in self.values:
+        if value not in EVENT_LOOPS:
             raise s.FieldError(Reason.FRAME_INVALID_VALUE, path)
         return value
 
@@ -209,8 +208,8 @@ class GenerationSpec(Frame, kw_only=True):
     """None without task workers."""
     processes: ProcessSnapshot | None = field(default=None, kind=s.Nullable(_Snapshot()))
     """The process entries; None without any."""
-    event_loop: str = field(default=EVENT_LOOPS[0], kind=_OneOf(EVENT_LOOPS))
-    """What async process entries run under."""
+    event_loop: str | None = field(default=None, kind=s.Nullable(_EventLoop()))
+    """What async process entries run under; None exactly when there are no entries."""
     process_main: MainModule | None = field(default=None, kind=s.Nullable(Nested(MainModule)))
     """None under ``coretsia-supervisor start`` (``app_path`` is the import path)."""
     ipc: IpcRecord | None = field(default=None, kind=s.Nullable(Nested(IpcRecord)))
@@ -218,6 +217,7 @@ class GenerationSpec(Frame, kw_only=True):
 
     def _check(self) -> None:
         s.require(self.workers == 0 or self.task_source is not None, "task_source")
+        s.require((self.processes is None) is (self.event_loop is None), "event_loop")
 
     def with_ipc(self, ipc: IpcRecord | None) -> GenerationSpec:
         """This spec, recording where the pool's IPC resources are."""

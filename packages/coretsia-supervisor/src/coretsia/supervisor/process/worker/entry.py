@@ -80,8 +80,10 @@ class EntryBoot:
         With the spec's ``max_memory_mb``, ``stop`` also watches the channel, for the
         grant of the retirement :func:`_retire_past` asks for.
         """
-        entry = self.entry
+        entry, loop = self.entry, spec.event_loop
         max_memory_mb = spec.max_memory_mb
+        if entry.enable_async and loop is None:  # the spec's rule: entries come with one
+            raise WorkerExit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
         try:
             _prepare_main(spec.process_main)
             run = _runnable(entry)
@@ -93,8 +95,8 @@ class EntryBoot:
         reporter.report_ready()
         retirement = _retire_past(max_memory_mb, reporter, stop) if max_memory_mb else None
         try:
-            if entry.enable_async:
-                terminated = _run_async(run, pool, entry.worker_id, spec.event_loop)
+            if entry.enable_async and loop is not None:
+                terminated = _run_async(run, pool, entry.worker_id, loop)
             else:
                 terminated = _run_sync(run, pool, entry.worker_id)
         except Terminated:
