@@ -36,6 +36,7 @@ from coretsia.worker_protocol.internal.guardian import (
     decode_guardian_frame,
     encode_guardian_frame,
 )
+from coretsia.worker_protocol.internal.runtime.exit_kind import ExitKind
 from coretsia.worker_protocol.vocabulary import Containment, Driver
 
 WITHOUT_ADMIN_WITH_A_THREAD = """
@@ -307,7 +308,7 @@ def test_a_worker_that_exits_before_its_spawn_returns(
         frames.append(frame)
         spawned = [f for f in frames if isinstance(f, Spawned)]
         assert [type(f) for f in frames][-2:] == [Spawned, Exited]
-        assert frame == Exited(slot=0, exit_kind="exit-0")
+        assert frame == Exited(slot=0, exit_kind=ExitKind.EXIT_0)
         guardian.send(encode_guardian_frame(Shutdown()))
         while not isinstance(drained := guardian.receive(), Drained):
             assert not isinstance(drained, Exited), drained  # told once, already
@@ -362,7 +363,7 @@ class TestForkServer:
         spawned = guardian.receive()
         assert isinstance(spawned, Spawned)
         assert spawned.pid not in {server.pid, guardian.proc.pid}
-        assert guardian.receive() == Exited(slot=0, exit_kind="exit-nonzero")
+        assert guardian.receive() == Exited(slot=0, exit_kind=ExitKind.EXIT_NONZERO)
         channel.close()
         _released(guardian)
 

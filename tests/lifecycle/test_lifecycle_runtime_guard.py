@@ -12,6 +12,8 @@ from pools import Supervisors, assert_failed, wait_for, write_root
 from site_hooks import pythonpath_first
 from source_sites import frozen_spec, http_root, stop
 
+from coretsia.supervisor.generation_spec import RuntimeEntrypoint
+
 
 class TestRuntimeEntrypoint:
     """Seed 000's guard: ``http`` needs ``http.worker``, which nothing of Coretsia provides."""
@@ -47,11 +49,10 @@ class TestRuntimeEntrypoint:
         supervisor = supervisors(root, env=pythonpath_first(sites["third"]))
         supervisor.wait_running()
         spec = frozen_spec(root)
-        assert spec["runtime_entrypoint"] == {
-            "name": "http.worker",
-            "provider": "http_runtime:runtime",
-        }
-        assert spec["task_source"] == "thirdparty_source:make_source"
+        assert spec.runtime_entrypoint == RuntimeEntrypoint(
+            name="http.worker", provider="http_runtime:runtime"
+        )
+        assert spec.task_source == "thirdparty_source:make_source"
         wait_for(lambda: len((root / "third-party.log").read_text().split()) == 6)
         stop(root, supervisor)
 
@@ -62,10 +63,9 @@ class TestRuntimeEntrypoint:
         write_root(root, task_type="queue")
         supervisor = supervisors(root)
         supervisor.wait_running()
-        assert frozen_spec(root)["runtime_entrypoint"] == {
-            "name": "bg.worker_queue",
-            "provider": "coretsia.supervisor.worker.tasks:serve_tasks",
-        }
+        assert frozen_spec(root).runtime_entrypoint == RuntimeEntrypoint(
+            name="bg.worker_queue", provider="coretsia.supervisor.worker.tasks:serve_tasks"
+        )
         stop(root, supervisor)
 
     def test_a_runtime_gone_at_boot_fails_at_the_workers_guard(

@@ -98,11 +98,11 @@ class TestHooks:
         supervisor = supervisors(root, env=pythonpath_first(sites["hooks"]))
         supervisor.wait_running()
         spec = frozen_spec(root)
-        assert spec["before_hooks"] == [
+        assert spec.hooks.before == (
             "sources_app:configured_before",
             "unit_hooks:before_a",
             "unit_hooks:before_b",
-        ]
+        )
         unit = [
             "configured-before",
             "contributed-before-a",

@@ -28,7 +28,7 @@ class TestDiscovery:
         http_root(root)
         supervisor = supervisors(root, env=pythonpath_first(site))
         supervisor.wait_running()
-        assert frozen_spec(root)["task_source"] == "thirdparty_source:make_source"
+        assert frozen_spec(root).task_source == "thirdparty_source:make_source"
         wait_for(lambda: len((root / "third-party.log").read_text().split()) == 6)
         stop(root, supervisor)
         # Two workers ran tasks 1, 2, 3 each, interleaved in any order.
@@ -60,7 +60,7 @@ class TestDiscovery:
         http_root(root, task_source="second")
         supervisor = supervisors(root, env=pythonpath_first(sites["two"]))
         supervisor.wait_running()
-        assert frozen_spec(root)["task_source"] == "second_source:make_source"
+        assert frozen_spec(root).task_source == "second_source:make_source"
         stop(root, supervisor)
 
     def test_named_source_of_another_task_type(
@@ -91,5 +91,5 @@ class TestDiscovery:
         http_root(root, task_source="third")
         supervisor = supervisors(root, env=pythonpath_first(sites["broken"]))
         supervisor.wait_running()
-        assert frozen_spec(root)["task_source"] == "thirdparty_source:make_source"
+        assert frozen_spec(root).task_source == "thirdparty_source:make_source"
         stop(root, supervisor)

@@ -22,6 +22,7 @@ from commands import run_process
 from pools import install_app, processes_in, wait_for, wait_gone
 
 from coretsia.supervisor.config import parse_config
+from coretsia.supervisor.generation_spec import IpcRecord
 from coretsia.supervisor.process import ProcessArgumentError, ProcessManager
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
@@ -82,19 +83,18 @@ def run_app(
     return run_process([sys.executable, "app.py", *args], cwd=root, env=env, timeout=90)
 
 
-def ipc_record(root: Path) -> dict[str, object]:
+def ipc_record(root: Path) -> IpcRecord:
     """The ``ipc`` record of the root's current generation (kept on disk after a stop)."""
     from coretsia.supervisor.generation import load_current_generation
 
     _, spec = load_current_generation(root, "var/generations")
-    record = spec["ipc"]
-    assert isinstance(record, dict)
-    return record
+    assert spec.ipc is not None
+    return spec.ipc
 
 
-def queue_exists(record: dict[str, object]) -> bool:
-    key, msqid = record["msgqueue_key"], record["msgqueue_id"]
-    assert isinstance(key, int)
+def queue_exists(record: IpcRecord) -> bool:
+    key, msqid = record.msgqueue_key, record.msgqueue_id
+    assert key is not None
     try:
         return bool(sysv_ipc.MessageQueue(key).id == msqid)
     except sysv_ipc.ExistentialError:
@@ -141,13 +141,13 @@ class TestExchange:
         record = ipc_record(root)
         if ipc_type == "unixsock":
             assert seen["dir_mode"] == "0o700"
-            assert record == {"unixsock_dir": "var/tmp/worker.ipc"}
+            assert record == IpcRecord(unixsock_dir="var/tmp/worker.ipc")
             assert not (root / "var/tmp/worker.ipc").exists()
         else:
             assert seen["queue_mode"] == "0o600"
             assert not queue_exists(record)
             ipcs = subprocess.run(["ipcs", "-q"], capture_output=True, text=True, check=True)
-            assert f" {record['msgqueue_id']} " not in ipcs.stdout
+            assert f" {record.msgqueue_id} " not in ipcs.stdout
 
 
 class TestWithoutIpc:

@@ -24,6 +24,7 @@ from coretsia.worker_protocol.framing import MAX_FRAME_BYTES
 from coretsia.worker_protocol.internal import guardian as g
 from coretsia.worker_protocol.internal import proc_host as p
 from coretsia.worker_protocol.internal.handshake import check_peer_version
+from coretsia.worker_protocol.internal.runtime.exit_kind import ExitKind
 from coretsia.worker_protocol.vocabulary import Containment, Driver, ShutdownPhase
 
 SECRET = "sk_live_TOPSECRET_0451"
@@ -46,7 +47,7 @@ GUARDIAN_FRAMES: list[Any] = [
     g.Spawn(slot=3, argv=()),
     g.Spawned(slot=0, pid=1234),
     g.SpawnFailed(slot=1, reason=Reason.FORK_FAILED),
-    g.Exited(slot=2, exit_kind="signal-kill"),
+    g.Exited(slot=2, exit_kind=ExitKind.SIGNAL_KILL),
     g.GenerationFailed(reason=Reason.PROCESS_HOST_FAILED),
     g.HostStarted(pid=4321),
     g.Shutdown(),
@@ -63,7 +64,7 @@ PROC_HOST_FRAMES: list[Any] = [
     g.Spawn(slot=0, argv=("python", "worker.py")),
     g.Spawned(slot=0, pid=1234),
     g.SpawnFailed(slot=1, reason=Reason.CHILD_START_FAILED),
-    g.Exited(slot=2, exit_kind="exit-0"),
+    g.Exited(slot=2, exit_kind=ExitKind.EXIT_0),
     p.Signal(slot=2, signal=p.SignalName.TERM),
     p.Signal(slot=2, signal=p.SignalName.KILL),
     p.Quit(),
@@ -196,6 +197,7 @@ class TestStrictness:
             (HELLO, "driver"),
             (g.Refused(reason=Reason.NOT_RUNNING), "reason"),
             (g.Phase(phase=ShutdownPhase.KILL, budget_ms=1), "phase"),
+            (g.Exited(slot=0, exit_kind=ExitKind.EXIT_0), "exit_kind"),
         ],
     )
     def test_unknown_enum_value(self, frame: Any, key: str) -> None:
@@ -205,6 +207,22 @@ class TestStrictness:
         error = reject(g.decode_guardian_frame, obj)
         assert error.reason is Reason.FRAME_INVALID_VALUE
         assert not echoes(error, SECRET)
+
+    @pytest.mark.parametrize("decoder", DECODERS, ids=DECODER_IDS)
+    @pytest.mark.parametrize("value", ["exit-1", "signal-9", "EXIT-0", ""])
+    def test_exit_kind_is_bounded(self, decoder: Callable[[bytes], Any], value: str) -> None:
+        """``exited`` carries one of the five exit kinds: anything else, from the guardian
+        or the proc host, is a protocol violation; sending one is refused before it goes."""
+        obj = obj_of(GUARDIAN, g.Exited(slot=0, exit_kind=ExitKind.SIGNAL_TERM))
+        obj["exit_kind"] = value
+        assert reject(decoder, obj).reason is Reason.FRAME_INVALID_VALUE
+        with pytest.raises(LocalProtocolError):
+            g.encode_guardian_frame(g.Exited(slot=0, exit_kind=value))  # type: ignore[arg-type]
+
+    def test_every_exit_kind_travels(self) -> None:
+        for kind in ExitKind:
+            frame = g.Exited(slot=3, exit_kind=kind)
+            assert p.decode_proc_host_frame(g.encode_guardian_frame(frame)) == frame
 
     def test_auto_is_not_a_resolved_driver(self) -> None:
         """The handshake carries the resolved driver: ``auto`` is refused."""

@@ -13,7 +13,7 @@ import pytest
 from config_files import SECRET, assert_no_secret, config_error, write_config
 
 from coretsia.supervisor.config import CONFIG_FILE, load_config, parse_config
-from coretsia.supervisor.task_sources import generation_spec
+from coretsia.supervisor.generation_builder import build_generation_spec
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
 
@@ -168,7 +168,7 @@ def test_no_task_workers_needs_a_process_entry(tmp_path: Path) -> None:
     write_config(tmp_path, "[worker]\nworkers = 0\n")
     config = load_config(tmp_path)  # no entries yet: registration decides
     with pytest.raises(WorkerConfigError) as info:
-        generation_spec(tmp_path, config, None)
+        build_generation_spec(tmp_path, config, None)
     assert (info.value.key, info.value.rule) == ("worker.workers", ConfigRule.OUT_OF_RANGE)
     write_config(tmp_path, "[worker]\nworkers = 0\nprocess_modules = ['jobs']\n")
     assert load_config(tmp_path).processes.process_modules == ("jobs",)

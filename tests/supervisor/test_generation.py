@@ -14,30 +14,60 @@ import stat
 from pathlib import Path
 
 import pytest
+from launcher_harness import respec
 
 from coretsia.supervisor.generation import (
     GENERATION_FILE,
+    GENERATION_VERSION,
     MAX_GENERATION_BYTES,
     GenerationError,
-    canonical_json,
     is_generation_id,
     is_pin,
     load_current_generation,
     publish,
 )
+from coretsia.supervisor.generation_spec import GenerationSpec, TaskType
+from coretsia.worker_protocol._strict import dumps
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
 from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
 
-SPEC: dict[str, object] = {
+SPEC = GenerationSpec(
+    workers=2,
+    max_requests=1000,
+    task_type=TaskType.QUEUE,
+    task_source="app.jobs:make_source",
+    app_path=(".",),
+    source_options=(("secret_like", "s3cr3t-value"),),
+)
+SPEC_JSON: dict[str, object] = {
     "workers": 2,
     "max_requests": 1000,
+    "max_memory_mb": 0,
+    "heartbeat_timeout_ms": 0,
+    "debug": False,
+    "telemetry": "off",
+    "app_path": ["."],
     "task_type": "queue",
     "task_source": "app.jobs:make_source",
-    "app_path": ["."],
-    "debug": False,
-    "secret_like": "s3cr3t-value",
+    "source_options": {"secret_like": "s3cr3t-value"},
+    "hooks": {"before": [], "after": [], "reset": []},
+    "runtime_entrypoint": None,
+    "processes": None,
+    "event_loop": None,
+    "process_main": None,
+    "ipc": None,
 }
+"""``SPEC`` as ``generation.json`` holds it."""
+
+
+SCHEMA = "generation file does not match the generation schema"
+
+
+def canonical_json(document: object) -> bytes:
+    """The file's encoding: deterministic JSON, one line."""
+    assert isinstance(document, dict)
+    return dumps(document) + b"\n"
 
 
 def _base(root: Path) -> Path:
@@ -75,10 +105,10 @@ def test_publish_then_load_round_trips(tmp_path: Path) -> None:
 def test_file_is_deterministic_json_with_spec_fingerprint(tmp_path: Path) -> None:
     publish(tmp_path, SPEC)
     raw = _generation_file(tmp_path).read_bytes()
-    spec_bytes = json.dumps(SPEC, sort_keys=True, separators=(",", ":")).encode()
+    spec_bytes = json.dumps(SPEC_JSON, sort_keys=True, separators=(",", ":")).encode()
     digest = hashlib.sha256(spec_bytes).hexdigest()
-    expected = {"fingerprint": digest, "spec": SPEC, "version": 1}
-    assert raw == json.dumps(expected, sort_keys=True, separators=(",", ":")).encode()
+    expected = {"fingerprint": digest, "spec": SPEC_JSON, "version": GENERATION_VERSION}
+    assert raw == json.dumps(expected, sort_keys=True, separators=(",", ":")).encode() + b"\n"
     gen_id = _current_id(tmp_path)
     assert is_generation_id(gen_id)
     assert gen_id[:23] == f"{digest[:16]}-000001"
@@ -98,7 +128,7 @@ def test_republishing_makes_a_new_generation_and_prunes_the_old(tmp_path: Path) 
 
 def test_current_switches_to_the_latest_spec(tmp_path: Path) -> None:
     publish(tmp_path, SPEC)
-    changed = {**SPEC, "workers": 3}
+    changed = respec(SPEC, workers=3)
     publish(tmp_path, changed)
     assert load_current_generation(tmp_path, GENERATIONS_DIR)[1] == changed
 
@@ -137,14 +167,34 @@ def test_files_and_directories_are_private(tmp_path: Path) -> None:
         assert stat.S_IMODE(path.stat().st_mode) & 0o177 == 0
 
 
-@pytest.mark.parametrize("spec", [{"x": {1, 2}}, {"x": float("nan")}, {"x": object()}])
-def test_spec_that_is_not_plain_json_is_refused_and_nothing_changes(
-    tmp_path: Path, spec: dict[str, object]
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"workers": "2"},
+        {"workers": 1025},
+        {"max_requests": 0},
+        {"max_memory_mb": -1},
+        {"task_type": "cron"},
+        {"app_path": ("../elsewhere",)},
+        {"app_path": ["."]},
+        {"task_source": None},
+        {"source_options": (("x", 1.5),)},
+        {"source_options": (("x", {1, 2}),)},
+        {"event_loop": "curio"},
+        {"event_loop": "trio"},  # no entries: no event loop
+        {"hooks": {"before": []}},
+    ],
+)
+def test_spec_a_worker_would_refuse_is_not_published_and_nothing_changes(
+    tmp_path: Path, change: dict[str, object]
 ) -> None:
+    """``publish`` checks by the rules of the workers' decode: what it writes, they read."""
     publish(tmp_path, SPEC)
     before = _current_id(tmp_path)
-    with pytest.raises(GenerationError):
+    spec = respec(SPEC, **change)
+    with pytest.raises(GenerationError) as caught:
         publish(tmp_path, spec)
+    assert str(caught.value) == "generation spec is not valid"
     assert _current_id(tmp_path) == before
     assert load_current_generation(tmp_path, GENERATIONS_DIR)[1] == SPEC
 
@@ -152,7 +202,7 @@ def test_spec_that_is_not_plain_json_is_refused_and_nothing_changes(
 def test_tampered_spec_fails_the_fingerprint(tmp_path: Path) -> None:
     publish(tmp_path, SPEC)
     document = _document(tmp_path)
-    document["spec"] = {**SPEC, "workers": 99}
+    document["spec"] = {**SPEC_JSON, "workers": 99}
     _rewrite(tmp_path, document)
     with pytest.raises(GenerationError) as caught:
         load_current_generation(tmp_path, GENERATIONS_DIR)
@@ -163,9 +213,9 @@ def test_tampered_spec_fails_the_fingerprint(tmp_path: Path) -> None:
 def test_fingerprint_rewritten_to_match_still_fails_the_id(tmp_path: Path) -> None:
     """The id's prefix commits to the fingerprint, so a consistent rewrite is caught too."""
     publish(tmp_path, SPEC)
-    spec = {**SPEC, "workers": 99}
-    digest = hashlib.sha256(canonical_json(spec)).hexdigest()
-    _rewrite(tmp_path, {"version": 1, "fingerprint": digest, "spec": spec})
+    spec = {**SPEC_JSON, "workers": 99}
+    digest = hashlib.sha256(dumps(spec)).hexdigest()
+    _rewrite(tmp_path, {"version": GENERATION_VERSION, "fingerprint": digest, "spec": spec})
     with pytest.raises(GenerationError):
         load_current_generation(tmp_path, GENERATIONS_DIR)
 
@@ -173,9 +223,9 @@ def test_fingerprint_rewritten_to_match_still_fails_the_id(tmp_path: Path) -> No
 @pytest.mark.parametrize(
     "change",
     [
-        {"version": 2},
+        {"version": 1},
         {"version": True},
-        {"version": "1"},
+        {"version": "2"},
         {"fingerprint": "0" * 64},
         {"fingerprint": 5},
         {"spec": []},
@@ -187,6 +237,31 @@ def test_wrong_envelope_is_refused(tmp_path: Path, change: dict[str, object]) ->
     _rewrite(tmp_path, {**_document(tmp_path), **change})
     with pytest.raises(GenerationError):
         load_current_generation(tmp_path, GENERATIONS_DIR)
+
+
+@pytest.mark.parametrize(
+    ("change", "phrase"),
+    [
+        ({"version": 1}, "generation version is not supported"),
+        ({"spec": {**SPEC_JSON, "workers": "2"}}, SCHEMA),
+        ({"spec": {**SPEC_JSON, "extra": 1}}, SCHEMA),
+    ],
+)
+def test_the_decode_names_the_check_never_the_value(
+    tmp_path: Path, change: dict[str, object], phrase: str
+) -> None:
+    pin = publish(tmp_path, SPEC)
+    _rewrite(tmp_path, {**_document(tmp_path), **change})
+    with pytest.raises(GenerationError) as caught:
+        load_current_generation(tmp_path, GENERATIONS_DIR, pin)
+    assert str(caught.value) == phrase
+
+
+def test_a_spec_past_the_size_limit_is_not_published(tmp_path: Path) -> None:
+    big = respec(SPEC, source_options=(("x", "y" * MAX_GENERATION_BYTES),))
+    with pytest.raises(GenerationError) as caught:
+        publish(tmp_path, big)
+    assert str(caught.value) == "generation spec is too large"
 
 
 def test_non_canonical_or_broken_bytes_are_refused(tmp_path: Path) -> None:

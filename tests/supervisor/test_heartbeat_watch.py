@@ -10,6 +10,7 @@ import pytest
 import trio
 import trio.testing
 
+from coretsia.supervisor.generation_spec import GenerationSpec, TaskType
 from coretsia.supervisor.heartbeat_watch import HeartbeatWatch
 from coretsia.supervisor.pool import Pool, Slot, SlotState
 from coretsia.worker_protocol.catalogue import HealthReason
@@ -115,7 +116,13 @@ class TestWatch:
 
 
 def _running_pool(*states: SlotState) -> Pool:
-    spec = {"workers": len(states)}
+    spec = GenerationSpec(
+        workers=len(states),
+        max_requests=1,
+        task_type=TaskType.QUEUE,
+        task_source="jobs:source",
+        app_path=(".",),
+    )
     pool = Pool.of_generation(spec, 1, Driver.FORK, Transport.UNIX, Containment.PROCESS)
     pool.status = PoolStatus.RUNNING
     for slot, state in zip(pool.slots, states, strict=True):

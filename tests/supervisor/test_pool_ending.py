@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import trio
 
+from coretsia.supervisor.generation_spec import GenerationSpec, TaskType
 from coretsia.supervisor.pool import Pool, Slot, SlotState, StopCause
+from coretsia.supervisor.process.record import ProcessSnapshot, SnapshotEntry
 from coretsia.supervisor.slots import RetireTurns
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import (
@@ -16,7 +18,23 @@ from coretsia.worker_protocol.vocabulary import Containment, Driver, PoolStatus,
 
 
 def make_pool(slots: int = 2, entries: int = 0) -> Pool:
-    spec: dict[str, object] = {"workers": slots, "processes": {"entries": [{}] * entries}}
+    processes = ProcessSnapshot(
+        "none",
+        0,
+        tuple(
+            SnapshotEntry(i, f"e{i}", "jobs:run", "function", enable_async=False)
+            for i in range(entries)
+        ),
+        (),
+    )
+    spec = GenerationSpec(
+        workers=slots,
+        max_requests=1,
+        task_type=TaskType.QUEUE,
+        task_source="jobs:source",
+        app_path=(".",),
+        processes=processes,
+    )
     return Pool.of_generation(spec, 1, Driver.FORK, Transport.UNIX, Containment.PROCESS)
 
 

@@ -36,6 +36,7 @@ from coretsia.worker_protocol.control import (
 )
 from coretsia.worker_protocol.internal import guardian as g
 from coretsia.worker_protocol.internal import proc_host as p
+from coretsia.worker_protocol.internal.runtime.exit_kind import ExitKind
 from coretsia.worker_protocol.locator import Locator, decode_locator, encode_locator
 from coretsia.worker_protocol.paths import MAX_PATH_CHARS
 from coretsia.worker_protocol.state import PoolState, decode_state, encode_state
@@ -200,7 +201,7 @@ ints = st.integers(-(2**63), 2**63)
 spawn = st.builds(g.Spawn, slot=ints, argv=st.lists(texts, max_size=8).map(tuple))
 spawned = st.builds(g.Spawned, slot=ints, pid=ints)
 spawn_failed = st.builds(g.SpawnFailed, slot=ints, reason=st.sampled_from(Reason))
-exited = st.builds(g.Exited, slot=ints, exit_kind=texts)
+exited = st.builds(g.Exited, slot=ints, exit_kind=st.sampled_from(ExitKind))
 welcome = st.builds(g.Welcome, peer_version=texts, pid=ints)
 refused = st.builds(g.Refused, reason=st.sampled_from(Reason))
 guardian_frames = st.one_of(

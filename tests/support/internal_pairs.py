@@ -23,6 +23,7 @@ from coretsia.worker_protocol.internal import guardian_conversation as gc
 from coretsia.worker_protocol.internal import proc_host as p
 from coretsia.worker_protocol.internal import proc_host_conversation as pc
 from coretsia.worker_protocol.internal.conversation import Conversation, Side
+from coretsia.worker_protocol.internal.runtime.exit_kind import ExitKind
 from coretsia.worker_protocol.vocabulary import Containment, Driver, ShutdownPhase
 
 OPENER, ANSWERER = Side.OPENER, Side.ANSWERER
@@ -31,7 +32,7 @@ VERSION = "1.2.3"
 SPAWN = g.Spawn(slot=0, argv=("python", "-c", "pass"))
 SPAWNED = g.Spawned(slot=0, pid=1234)
 SPAWN_FAILED = g.SpawnFailed(slot=0, reason=Reason.FORK_FAILED)
-EXITED = g.Exited(slot=0, exit_kind="exit-0")
+EXITED = g.Exited(slot=0, exit_kind=ExitKind.EXIT_0)
 WELCOME = g.Welcome(peer_version=VERSION, pid=77)
 
 

@@ -11,6 +11,7 @@ stderr can be asserted empty.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import select
@@ -24,6 +25,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from coretsia.supervisor.generation_spec import GenerationSpec, RuntimeEntrypoint, TaskType
+from coretsia.worker_protocol._strict import dumps
 from coretsia.worker_protocol.worker_channel import (
     Retiring,
     WorkerFrame,
@@ -83,37 +86,49 @@ def contract_argv(
     return build
 
 
-QUEUE_RUNTIME = {
-    "name": "bg.worker_queue",
-    "provider": "coretsia.supervisor.worker.tasks:serve_tasks",
-}
+QUEUE_RUNTIME = RuntimeEntrypoint(
+    name="bg.worker_queue", provider="coretsia.supervisor.worker.tasks:serve_tasks"
+)
 """What ``start`` freezes for a queue pool: the runtime entrypoint Coretsia provides."""
 
 
-def launch_spec(**overrides: object) -> dict[str, object]:
+def launch_spec(**overrides: Any) -> GenerationSpec:
     """A generation spec the launcher accepts (task source ``sources:blocking``), with
-    ``overrides`` applied."""
-    spec: dict[str, object] = {
+    ``overrides`` applied (``source_options`` may be given as a dict)."""
+    fields: dict[str, Any] = {
         "workers": 2,
         "max_requests": 1000,
-        "task_type": "queue",
+        "task_type": TaskType.QUEUE,
         "runtime_entrypoint": QUEUE_RUNTIME,
         "task_source": "sources:blocking",
-        "app_path": ["apps"],
-        "driver": "auto",
-        "control_transport": "auto",
-        "tcp_host": "127.0.0.1",
-        "tcp_port": 9327,
-        "socket_path": "var/tmp/worker.sock",
-        "state_path": "var/tmp/worker.state.json",
-        "stop_flag_path": "var/tmp/worker.stop",
-        "start_timeout_ms": 10000,
-        "stop_timeout_ms": 10000,
-        "force_kill_timeout_ms": 1000,
-        "debug": False,
+        "app_path": ("apps",),
     }
-    spec.update(overrides)
-    return spec
+    fields.update(overrides)
+    if isinstance(fields.get("source_options"), dict):
+        fields["source_options"] = tuple(sorted(fields["source_options"].items()))
+    return GenerationSpec(**fields)
+
+
+def respec(spec: GenerationSpec, **changes: Any) -> GenerationSpec:
+    """``spec`` with some fields changed (values a worker would refuse too)."""
+    return GenerationSpec(**{**spec._asdict(), **changes})
+
+
+def forge_current(root: Path, changes: dict[str, object]) -> None:
+    """Replace the root's current generation with one whose spec has ``changes``, written
+    the way ``publish`` writes (canonical, fingerprinted, its id committing to the
+    fingerprint), so that :func:`published_pin` names it: only the spec's values are off."""
+    base = root / "var" / "generations"
+    old_id = (base / "current").read_text("ascii").strip()
+    document = json.loads((base / old_id / "generation.json").read_bytes())
+    document["spec"].update(changes)
+    digest = hashlib.sha256(dumps(document["spec"])).hexdigest()
+    document["fingerprint"] = digest
+    gen_id = digest[:16] + old_id[16:]
+    (base / old_id).rename(base / gen_id)
+    path = base / gen_id / "generation.json"
+    path.write_bytes(dumps(document) + b"\n")
+    (base / "current").write_text(gen_id + "\n", "ascii")
 
 
 def recorded_calls(root: Path) -> list[str]:

@@ -17,13 +17,14 @@ from __future__ import annotations
 import os
 import pwd
 import sys
+from typing import Any
 
 from coretsia.supervisor.generation import (
     GenerationError,
-    canonical_json,
-    fingerprint,
+    encode_generation,
     load_current_generation,
 )
+from coretsia.supervisor.generation_spec import GenerationSpec, TaskType
 from coretsia.worker_protocol import lock
 from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR, LOCK_PATH
 
@@ -50,18 +51,17 @@ def plant_generation(root: str) -> None:
     os.makedirs(os.path.join(base, "app"), exist_ok=True)
     with open(os.path.join(base, "app", PLANTED_MODULE + ".py"), "w") as module:
         module.write(_PLANTED_SOURCE)
-    spec = {"workers": 1, "max_requests": 1, "task_type": "queue", "debug": False}
+    fields: dict[str, Any] = {"workers": 1, "max_requests": 1, "task_type": TaskType.QUEUE}
     try:  # the pool's own spec, where it can be read, so that only the handler differs
-        spec = load_current_generation(root, GENERATIONS_DIR)[1]
+        fields = load_current_generation(root, GENERATIONS_DIR)[1]._asdict()
     except GenerationError:
         pass
-    spec.update(task_source=f"{PLANTED_MODULE}:make", app_path=[f"{GENERATIONS_DIR}/app"])
-    digest = fingerprint(spec)
+    fields.update(task_source=f"{PLANTED_MODULE}:make", app_path=(f"{GENERATIONS_DIR}/app",))
+    digest, document = encode_generation(GenerationSpec(**fields))
     gen_id = f"{digest[:16]}-999999-{'0' * 16}"
     os.mkdir(os.path.join(base, gen_id))
-    document = {"fingerprint": digest, "spec": spec, "version": 1}
     with open(os.path.join(base, gen_id, "generation.json"), "wb") as file:
-        file.write(canonical_json(document))
+        file.write(document)
     with open(os.path.join(base, "current"), "w") as current:
         current.write(gen_id + "\n")
 

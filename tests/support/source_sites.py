@@ -9,12 +9,15 @@ session (the ``sites`` fixture of ``tests/lifecycle/conftest.py``).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from fixture_dist import install, wheel
 from pools import Supervisor, app_source, cli, events, install_app, write_root
+
+from coretsia.supervisor.generation import load_current_generation
+from coretsia.supervisor.generation_spec import GenerationSpec
+from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
 
 SOURCE_GROUP = "coretsia.worker.task_sources"
 HOOK_GROUP = "coretsia.worker.hooks"
@@ -140,10 +143,9 @@ def app_root(root: Path, **worker: Any) -> None:
     install_app(root, "sources_app.py")
 
 
-def frozen_spec(root: Path) -> dict[str, object]:
-    generation = next((root / "var/generations").glob("*/generation.json"))
-    spec: dict[str, object] = json.loads(generation.read_text())["spec"]
-    return spec
+def frozen_spec(root: Path) -> GenerationSpec:
+    """The spec of the root's current generation (kept on disk after a stop)."""
+    return load_current_generation(root, GENERATIONS_DIR)[1]
 
 
 def units(root: Path) -> dict[str, list[str]]:

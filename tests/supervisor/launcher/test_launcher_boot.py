@@ -33,6 +33,7 @@ def test_boot_path_imports_nothing_heavy(root: Path) -> None:
     lines = [ln for ln in outcome.stderr.decode().splitlines() if ln.startswith("import time:")]
     modules = {ln.rsplit("|", 1)[1].strip() for ln in lines[1:]}  # first line is the header
     assert "coretsia.supervisor.generation" in modules
+    assert "coretsia.supervisor.generation_spec" in modules
     assert "coretsia.worker_protocol.worker_channel" in modules
     heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert heavy == []
@@ -45,6 +46,8 @@ def test_boot_path_imports_nothing_heavy(root: Path) -> None:
         "importlib.metadata",
         "coretsia.supervisor.entry_points",
         "coretsia.supervisor.task_sources",
+        "coretsia.supervisor.generation_builder",
+        "coretsia.supervisor.config",
     }
     assert modules & banned == set()
 
@@ -60,12 +63,12 @@ def quickstart(tmp_path: Path) -> Path:
 def test_quickstart_example_boots_and_works(quickstart: Path) -> None:
     from coretsia.sources.sqlite_queue import SqliteQueue
     from coretsia.supervisor.config import load_config
+    from coretsia.supervisor.generation_builder import build_generation_spec
     from coretsia.supervisor.runtime_guard import resolve_runtime_entrypoint
-    from coretsia.supervisor.task_sources import generation_spec
 
     runtime = resolve_runtime_entrypoint("queue")
     assert runtime == QUEUE_RUNTIME  # what coretsia-supervisor's own entry point provides
-    publish(quickstart, generation_spec(quickstart, load_config(quickstart), runtime))
+    publish(quickstart, build_generation_spec(quickstart, load_config(quickstart), runtime))
     with SqliteQueue(str(quickstart / "var/queue.sqlite3")) as queue:
         queue.enqueue(["hello"])
     with Launcher(quickstart, slot=0) as launcher:

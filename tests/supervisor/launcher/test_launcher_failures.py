@@ -15,12 +15,14 @@ from launcher_harness import (
     Launcher,
     assert_quiet,
     contract_argv,
+    forge_current,
     launch,
     launch_spec,
     recorded_calls,
 )
 
 from coretsia.supervisor.generation import publish
+from coretsia.supervisor.generation_spec import RuntimeEntrypoint
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.worker_channel import Failed, Ready
 
@@ -30,7 +32,6 @@ from coretsia.worker_protocol.worker_channel import Failed, Ready
 @pytest.mark.parametrize(
     "task_source",
     [
-        None,
         "sources",
         ":blocking",
         "sources:",
@@ -137,29 +138,36 @@ def test_tampered_generation_is_an_untrusted_generation(root: Path) -> None:
         {"task_type": "cron"},
         {"app_path": "apps"},
         {"app_path": ["../elsewhere"]},
+        {"task_source": None},
+        {"hooks": {"before": ["a:b"]}},
+        {"unknown": 1},
     ],
 )
-def test_spec_the_launcher_cannot_use_is_a_boot_failure(
+def test_a_spec_the_decode_refuses_is_an_untrusted_generation(
     root: Path, override: dict[str, object]
 ) -> None:
-    publish(root, launch_spec(**override))
+    """A generation the supervisor cannot have written (its encode checks by the same
+    rules): refused by the worker's one decode, even pinned and fingerprinted."""
+    publish(root, launch_spec())
+    forge_current(root, override)
     outcome = launch(root)
-    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.CHILD_START_FAILED)])
+    assert (outcome.code, outcome.frames) == (1, [Failed(Reason.GENERATION_UNTRUSTED)])
     assert_quiet(outcome)
+    assert recorded_calls(root) == []
 
 
 @pytest.mark.parametrize(
     "record",
     [
         None,
-        {"name": "http.worker", "provider": QUEUE_RUNTIME["provider"]},
-        {"name": "bg.worker_queue", "provider": "no_such_runtime:runtime"},
-        {"name": "bg.worker_queue", "provider": None},
+        RuntimeEntrypoint(name="http.worker", provider=QUEUE_RUNTIME.provider),
+        RuntimeEntrypoint(name="bg.worker_queue", provider="no_such_runtime:runtime"),
+        RuntimeEntrypoint(name="bg.worker_queue", provider="no_such_runtime"),
     ],
     ids=["none", "another-entrypoint", "provider-gone", "provider-not-a-target"],
 )
 def test_runtime_entrypoint_guard_before_the_task_source(
-    root: Path, record: dict[str, object] | None
+    root: Path, record: RuntimeEntrypoint | None
 ) -> None:
     """The boot's guard fails with the Kernel's own token, before the source is built.
 

@@ -141,8 +141,8 @@ def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> bool:
     whether the stop was forced."""
     from coretsia.supervisor.config import load_config
     from coretsia.supervisor.drivers import resolve_driver, resolve_transport
+    from coretsia.supervisor.generation_builder import build_generation_spec
     from coretsia.supervisor.runtime_guard import resolve_runtime_entrypoint
-    from coretsia.supervisor.task_sources import generation_spec
 
     config = load_config(root, args.config)
     # The seed's order: the runtime-entrypoint guard right after the pool spec, then an
@@ -152,7 +152,7 @@ def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> bool:
     )
     resolve_driver(config.worker.driver)
     resolve_transport(config.control.transport)
-    spec = generation_spec(root, config, runtime)
+    spec = build_generation_spec(root, config, runtime)
 
     from coretsia.supervisor.runner import run_supervisor
 

@@ -7,16 +7,17 @@ relative to the project root::
 
     var/generations/
         current                       "<id>\\n", replaced atomically
-        <id>/generation.json          {"fingerprint": ..., "spec": {...}, "version": 1}
+        <id>/generation.json          {"fingerprint": ..., "spec": {...}, "version": 2}
 
 ``<id>`` is the first 16 hex digits of the fingerprint, ``-``, a 6-digit counter that only
 grows, ``-``, and 16 random hex digits. The counter means publishing the same spec again
 still makes a new generation (a recycled worker can tell "same content" from "same
 generation"); the random part makes the id unique beyond this root, since another root
 with the same configuration counts from 1 too and task sources key durable state, such
-as a queue's leases, by generation. The file is deterministic JSON
-(sorted keys, compact, UTF-8) and the fingerprint is the SHA-256 of the deterministic
-encoding of the spec alone.
+as a queue's leases, by generation. The spec is a
+:class:`~coretsia.supervisor.generation_spec.GenerationSpec`; the file is that record in
+the protocol's codec (deterministic JSON: sorted keys, compact, UTF-8, one line) and the
+fingerprint is the SHA-256 of the deterministic encoding of the spec alone.
 
 Writer and readers are split on purpose:
 
@@ -25,11 +26,12 @@ Writer and readers are split on purpose:
   renames the directory into place (a generation appears whole or not at all), then swaps
   ``current`` with a temp-file-and-rename, then removes every other generation.
 * :func:`load_current_generation` runs on every worker's boot path. It imports only
-  :mod:`os`, :mod:`json`, CPython's built-in SHA-256 and the tiny
-  :mod:`~coretsia.worker_protocol.trusted_paths` (interpreter start-up dominates pool
-  start and recycle), never writes, never scans for a newest directory and never falls
-  back: anything off is a :class:`GenerationError` whose message is a fixed phrase,
-  never file content.
+  :mod:`os`, CPython's built-in SHA-256, the tiny
+  :mod:`~coretsia.worker_protocol.trusted_paths` and the protocol's codec, which the
+  worker channel loads anyway (interpreter start-up dominates pool start and recycle),
+  decodes the file once into the record, never writes, never scans for a newest
+  directory and never falls back: anything off is a :class:`GenerationError` whose
+  message is a fixed phrase, never file content.
 
 Who wrote it. The fingerprint alone proves nothing: anyone can recompute a SHA-256. So
 :func:`publish` returns the generation's *pin*, ``<id>:<fingerprint>``, and the supervisor
@@ -45,22 +47,24 @@ reader trusts nothing under a directory or file another user owns or may write i
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import sys
 
+from coretsia.supervisor.generation_spec import GenerationSpec
+from coretsia.worker_protocol import _strict as s
 from coretsia.worker_protocol import trusted_paths
+from coretsia.worker_protocol._codec import Codec, Frame, Nested
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.exceptions import LocalProtocolError, RemoteProtocolError
 from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
 from coretsia.worker_protocol.paths import is_safe_relative_path
+from coretsia.worker_protocol.records import field
 from coretsia.worker_protocol.trusted_paths import is_trusted
 
 # Not ``from typing import TYPE_CHECKING``: this module is on the worker boot path, and
 # type checkers honour a module-level ``TYPE_CHECKING`` all the same.
 TYPE_CHECKING = False
-
-if TYPE_CHECKING:
-    from collections.abc import Mapping
 
 # The built-in SHA-256, not hashlib's: hashlib loads OpenSSL's libcrypto, about 3.5 MiB
 # of resident memory and 2 ms in every worker, for one digest of a few hundred bytes.
@@ -77,8 +81,8 @@ else:
     except ImportError:  # pragma: no cover - a CPython configured without its SHA-256
         from hashlib import sha256 as _sha256
 
-GENERATION_VERSION = 1
-"""The version of ``generation.json``; a worker refuses any other."""
+GENERATION_VERSION = 2
+"""The version of ``generation.json``; a worker refuses any other (2: the typed spec)."""
 
 GENERATION_FILE = "generation.json"
 CURRENT_FILE = "current"
@@ -109,16 +113,32 @@ class GenerationError(Exception):
     """
 
 
-def canonical_json(value: object) -> bytes:
-    """The deterministic encoding: sorted keys, no spaces, UTF-8, no NaN or Infinity."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+_SPEC = Nested(GenerationSpec)
 
 
-def fingerprint(spec: Mapping[str, object]) -> str:
+class GenerationFile(Frame, kw_only=True):
+    """``generation.json``: the spec and its fingerprint (``version`` is the codec's)."""
+
+    fingerprint: str = field(kind=s.Hex(_FINGERPRINT_LEN))
+    spec: GenerationSpec = field(kind=_SPEC)
+
+
+_FILE = Codec(GENERATION_VERSION, (GenerationFile,), tagged=False, max_bytes=MAX_GENERATION_BYTES)
+
+_NOT_JSON = frozenset(
+    {
+        Reason.FRAME_OVERSIZED,
+        Reason.FRAME_NOT_UTF8,
+        Reason.FRAME_NOT_JSON,
+        Reason.FRAME_DUPLICATE_KEY,
+        Reason.FRAME_NOT_OBJECT,
+    }
+)
+
+
+def fingerprint(spec: GenerationSpec) -> str:
     """SHA-256 (lowercase hex) of the deterministic encoding of ``spec``."""
-    return _sha256(canonical_json(spec)).hexdigest()
+    return _sha256(s.dumps(_SPEC.write(spec, "$.spec"))).hexdigest()
 
 
 def is_generation_id(name: str) -> bool:
@@ -147,7 +167,24 @@ def is_pin(value: str) -> bool:
 # --- writer (supervisor) -------------------------------------------------------------
 
 
-def publish(root: str | os.PathLike[str], spec: Mapping[str, object]) -> str:
+def encode_generation(spec: GenerationSpec) -> tuple[str, bytes]:
+    """The fingerprint of ``spec`` and the bytes of its ``generation.json``.
+
+    Checked by the rules every worker's decode applies: a spec a worker would refuse is
+    a :class:`GenerationError` here.
+    """
+    try:
+        digest = fingerprint(spec)
+        return digest, _FILE.encode(GenerationFile(fingerprint=digest, spec=spec))
+    except LocalProtocolError as error:
+        if error.reason is Reason.FRAME_OVERSIZED:
+            raise GenerationError("generation spec is too large") from None
+        raise GenerationError("generation spec is not valid") from None
+    except (s.FieldError, TypeError, ValueError, RecursionError):
+        raise GenerationError("generation spec is not valid") from None
+
+
+def publish(root: str | os.PathLike[str], spec: GenerationSpec) -> str:
     """Publish ``spec`` as a new generation, make it current, prune the others.
 
     Call only while holding the lifecycle lock: the lock is what makes this the single
@@ -155,16 +192,7 @@ def publish(root: str | os.PathLike[str], spec: Mapping[str, object]) -> str:
     artifact root workers receive in argv is always :data:`GENERATIONS_DIR`; returns the
     generation's pin (``<id>:<fingerprint>``), which workers receive in argv too.
     """
-    try:
-        spec_bytes = canonical_json(spec)
-        digest = _sha256(spec_bytes).hexdigest()
-        document = canonical_json(
-            {"version": GENERATION_VERSION, "fingerprint": digest, "spec": spec}
-        )
-    except (TypeError, ValueError, RecursionError):
-        raise GenerationError("generation spec is not plain JSON") from None
-    if len(document) > MAX_GENERATION_BYTES:
-        raise GenerationError("generation spec is too large")
+    digest, document = encode_generation(spec)
 
     base = os.path.join(os.fspath(root), GENERATIONS_DIR)
     try:
@@ -267,7 +295,7 @@ def remove_path(path: str) -> None:
 
 def load_current_generation(
     root: str | os.PathLike[str], artifact_root: str, pin: str | None = None
-) -> tuple[str, dict[str, object]]:
+) -> tuple[str, GenerationSpec]:
     """Return the id and the spec of the generation ``current`` names, verified, or raise.
 
     ``artifact_root`` and ``pin`` are what the worker received in argv; with a pin, only
@@ -290,26 +318,26 @@ def load_current_generation(
     _require_trusted_dir(gen_dir)
     raw = _read_bounded(os.path.join(gen_dir, GENERATION_FILE), MAX_GENERATION_BYTES)
     try:
-        document = json.loads(raw.decode("utf-8"))
-        canonical = canonical_json(document) == raw
-    except (ValueError, TypeError, RecursionError):
-        raise GenerationError("generation file is not valid JSON") from None
-    if not canonical:
+        document, body, _ = _FILE.open(raw)  # the one decode: strict JSON, then every field
+    except RemoteProtocolError as error:
+        raise GenerationError(_refusal(error.reason)) from None
+    if body + b"\n" != raw:
         raise GenerationError("generation file is not in canonical form")
-    if not isinstance(document, dict) or set(document) != {"version", "fingerprint", "spec"}:
-        raise GenerationError("generation file has the wrong keys")
-    version = document["version"]
-    if type(version) is not int or version != GENERATION_VERSION:
-        raise GenerationError("generation version is not supported")
-    spec = document["spec"]
-    recorded = document["fingerprint"]
-    if not isinstance(spec, dict) or not isinstance(recorded, str):
-        raise GenerationError("generation file has the wrong types")
-    if fingerprint(spec) != recorded or not gen_id.startswith(recorded[:_PREFIX_LEN]):
+    recorded = document.fingerprint
+    if fingerprint(document.spec) != recorded or not gen_id.startswith(recorded[:_PREFIX_LEN]):
         raise GenerationError("generation fingerprint does not match")
     if pin is not None and pin.partition(":")[2] != recorded:
         raise GenerationError("generation is not the one this run published")
-    return gen_id, spec
+    return gen_id, document.spec
+
+
+def _refusal(reason: Reason) -> str:
+    """The fixed phrase for a file the codec refused."""
+    if reason in _NOT_JSON:
+        return "generation file is not valid JSON"
+    if reason is Reason.FRAME_UNSUPPORTED_VERSION:
+        return "generation version is not supported"
+    return "generation file does not match the generation schema"
 
 
 def _require_trusted_dir(path: str) -> None:

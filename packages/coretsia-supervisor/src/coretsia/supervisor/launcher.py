@@ -172,8 +172,8 @@ def _serve(
     *,
     armed: bool,
 ) -> int:
-    """Boot from the generation (artifact root and pin); run a task worker or, past the
-    task slots, an entry."""
+    """Boot from the generation (artifact root and pin), decoded once into its typed spec;
+    run a task worker or, past the task slots, an entry."""
     from coretsia.supervisor.generation import GenerationError, load_current_generation
     from coretsia.supervisor.stop_signal import StopSignal
 
@@ -185,47 +185,30 @@ def _serve(
     except GenerationError as error:
         # The supervisor published and pinned it: anything else is someone else's.
         raise failure("GENERATION_UNTRUSTED") from error
-    reporter.debug = spec.get("debug") is True
-    if "heartbeat_timeout_ms" in spec:  # absent: off (a generation written by hand)
-        reporter.heartbeat_timeout_ms = _count(spec, "heartbeat_timeout_ms", 0)
-    workers = _count(spec, "workers", 0)
-    max_memory_mb = _count(spec, "max_memory_mb", 0) if "max_memory_mb" in spec else 0
-    if slot < workers:
-        _extend_path(root, spec.get("app_path"))
-        max_requests = _count(spec, "max_requests", 1)
+    reporter.debug = spec.debug
+    reporter.heartbeat_timeout_ms = spec.heartbeat_timeout_ms
+    if slot < spec.workers:
+        _extend_path(root, spec.app_path)
         from coretsia.supervisor.worker.tasks import serve_tasks
 
         stop = StopSignal.any_of(stop_fd, reporter.channel.fileno())
-        return serve_tasks(reporter, spec, slot, stop, generation, max_requests, max_memory_mb)
+        return serve_tasks(reporter, spec, slot, stop, generation)
     stop = StopSignal(stop_fd)
-    if max_memory_mb:  # an entry retires past it as a task worker does: the grant stops it
+    if spec.max_memory_mb:  # an entry retires past it as a task worker does: the grant stops it
         stop = StopSignal.any_of(stop_fd, reporter.channel.fileno())
-    processes = spec.get("processes")
-    if processes is None:
+    if spec.processes is None:
         raise WorkerExit(EXIT_CONTRACT)  # no entries: the slot is past every task slot
     from coretsia.supervisor.process.worker.entry import EntryBoot
 
-    boot = EntryBoot(processes, slot - workers)  # a slot past every entry is a contract error
-    _extend_path(root, spec.get("app_path"))
-    return boot.serve(reporter, spec, stop, generation, max_memory_mb)
+    # A slot past every entry is a contract error.
+    boot = EntryBoot(spec.processes, slot - spec.workers)
+    _extend_path(root, spec.app_path)
+    return boot.serve(reporter, spec, stop, generation)
 
 
-def _count(spec: dict[str, object], key: str, low: int) -> int:
-    value = spec.get(key)
-    if type(value) is not int or value < low:
-        raise failure("CHILD_START_FAILED")
-    return value
-
-
-def _extend_path(root: str, app_path: object) -> None:
-    """Put the application's directories first on ``sys.path``, in their order."""
-    from coretsia.worker_protocol.paths import is_safe_relative_path
-
-    if not isinstance(app_path, list) or not all(
-        isinstance(entry, str) and (entry == "." or is_safe_relative_path(entry))
-        for entry in app_path
-    ):
-        raise failure("CHILD_START_FAILED")
+def _extend_path(root: str, app_path: tuple[str, ...]) -> None:
+    """Put the application's directories first on ``sys.path``, in their order (each one
+    ``.`` or a safe relative path: the generation's codec checked them)."""
     sys.path[0:0] = [root if entry == "." else os.path.join(root, entry) for entry in app_path]
 
 

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Mapping
 from types import TracebackType
 
 import attrs
 import trio
 
+from coretsia.supervisor.generation_spec import GenerationSpec
 from coretsia.worker_protocol.catalogue import HealthReason, Reason, SourceFault
 from coretsia.worker_protocol.control import HealthResponse, PoolSummary
 from coretsia.worker_protocol.exceptions import WorkerError
+from coretsia.worker_protocol.internal.runtime.exit_kind import ExitKind
 from coretsia.worker_protocol.vocabulary import Containment, Driver, PoolStatus, Transport
 from coretsia.worker_protocol.worker_channel import RecycleCause
 
@@ -61,7 +62,7 @@ class Slot:
     settled: trio.Event = attrs.field(factory=trio.Event)
     """Set when the current worker became ready or exited, whichever came first."""
     exited: trio.Event = attrs.field(factory=trio.Event)
-    exit_kind: str = ""
+    exit_kind: ExitKind | None = None
     """How the current worker ended (the guardian's word), once ``exited`` is set."""
     granted: trio.Event = attrs.field(factory=trio.Event)
     """Set when the current worker, having asked, may retire (its ``retire`` turn)."""
@@ -93,7 +94,7 @@ class Slot:
         self.retire_cause = RecycleCause.MAX_REQUESTS
         self.settled = trio.Event()
         self.exited = trio.Event()
-        self.exit_kind = ""
+        self.exit_kind = None
         self.granted = trio.Event()
         self.news = trio.Event()
         self.channel_closed = trio.Event()
@@ -128,22 +129,15 @@ class Pool:
     @classmethod
     def of_generation(
         cls,
-        spec: Mapping[str, object],
+        spec: GenerationSpec,
         pid: int,
         driver: Driver,
         transport: Transport,
         containment: Containment,
     ) -> Pool:
-        """The starting pool of a generation: its task slots, then one per process entry.
-
-        ``spec`` is the validated generation, so its counts are plain ints and lists.
-        """
-        workers = spec.get("workers")
-        task_slots = workers if type(workers) is int and workers >= 0 else 0
-        processes = spec.get("processes")
-        entries = processes.get("entries") if isinstance(processes, dict) else None
-        count = task_slots + (len(entries) if isinstance(entries, list) else 0)
-        slots = [Slot(i, entry=i >= task_slots) for i in range(count)]
+        """The starting pool of a generation: its task slots, then one per process entry."""
+        entries = 0 if spec.processes is None else len(spec.processes.entries)
+        slots = [Slot(i, entry=i >= spec.workers) for i in range(spec.workers + entries)]
         return cls(
             pid=pid,
             driver=driver,

@@ -1,7 +1,7 @@
 """Run one supervisor in the foreground: shared by ``coretsia-supervisor start`` and
 ``ProcessManager.start()``.
 
-Both callers have loaded the configuration and frozen the generation spec; this module
+Both callers have loaded the configuration and built the generation's spec; this module
 does the rest of seed 000's start in one place: the runtime directories (checked
 trusted, made if missing), the guardian's ``hello`` (sent before trio is imported, to the
 guardian ``start`` spawned early), the subreaper (what a killed guardian leaves behind
@@ -37,6 +37,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import trio
 
+    from coretsia.supervisor.generation_spec import GenerationSpec
     from coretsia.supervisor.prometheus import MetricsEndpoint
     from coretsia.supervisor.supervisor import Supervisor
     from coretsia.supervisor.telemetry import Meter, Telemetry, Tracer
@@ -47,7 +48,7 @@ __all__ = ["run_supervisor"]
 def run_supervisor(
     root: Path,
     config: PoolConfig,
-    spec: dict[str, object],
+    spec: GenerationSpec,
     umask: int,
     log_format: str = "auto",
     attach: Callable[[Supervisor, trio.lowlevel.TrioToken], None] | None = None,
@@ -108,7 +109,6 @@ def run_supervisor(
         driver,
         transport,
         containment,
-        umask,
         os.environ if hosted is None else without_service_manager(os.environ),
         hello,
         telemetry=_telemetry(config.observability.telemetry.value, metrics),

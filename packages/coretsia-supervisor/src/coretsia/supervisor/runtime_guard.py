@@ -30,15 +30,16 @@ own code, never a worker failure: ``start`` raises it; a worker sends its token 
 
 from __future__ import annotations
 
+from coretsia.supervisor.generation_spec import RuntimeEntrypoint
 from coretsia.worker_protocol.runtime_entrypoints import RUNTIME_ENTRYPOINT_GROUP, entrypoint_for
 
 __all__ = ["check_runtime_entrypoint", "resolve_runtime_entrypoint"]
 
 
-def resolve_runtime_entrypoint(task_type: str) -> dict[str, str]:
+def resolve_runtime_entrypoint(task_type: str) -> RuntimeEntrypoint:
     """The generation's record of the runtime entrypoint ``task_type`` needs.
 
-    ``{"name": <entrypoint>, "provider": <module:attr>}``, from the first installed
+    Its name and provider (``module:attr``), from the first installed
     distribution that provides it (``sys.path`` order, as an import would find it), or
     :class:`~coretsia.worker_protocol.exceptions.RuntimeEntrypointError` when none does or
     the provider's object cannot be imported (the exception kept as the cause).
@@ -54,10 +55,10 @@ def resolve_runtime_entrypoint(task_type: str) -> dict[str, str]:
         provided[0].load()
     except Exception as exc:
         raise RuntimeEntrypointError(name) from exc
-    return {"name": name, "provider": provided[0].value}
+    return RuntimeEntrypoint(name=name, provider=provided[0].value)
 
 
-def check_runtime_entrypoint(task_type: str, record: object) -> None:
+def check_runtime_entrypoint(task_type: str, record: RuntimeEntrypoint | None) -> None:
     """The boot's guard over the generation's ``runtime_entrypoint`` record.
 
     Leaves the worker with ``failed(runtime-entrypoint-unavailable)`` when the record does
@@ -66,13 +67,9 @@ def check_runtime_entrypoint(task_type: str, record: object) -> None:
     from coretsia.supervisor.worker import failure
     from coretsia.worker_protocol.internal.runtime.imports import import_target
 
-    name = entrypoint_for(task_type)
-    if not isinstance(record, dict) or record.get("name") != name:
-        raise failure("RUNTIME_ENTRYPOINT_UNAVAILABLE")
-    provider = record.get("provider")
-    if not isinstance(provider, str):
+    if record is None or record.name != entrypoint_for(task_type):
         raise failure("RUNTIME_ENTRYPOINT_UNAVAILABLE")
     try:
-        import_target(provider)
+        import_target(record.provider)
     except Exception as error:
         raise failure("RUNTIME_ENTRYPOINT_UNAVAILABLE") from error

@@ -44,6 +44,7 @@ from coretsia.worker_protocol.exceptions import (
 )
 from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.internal.guardian import Spawn
+from coretsia.worker_protocol.internal.runtime.exit_kind import ExitKind
 from coretsia.worker_protocol.internal.runtime.logs import event
 from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
 from coretsia.worker_protocol.runtime_entrypoints import entrypoint_for
@@ -219,7 +220,7 @@ class Slots:
         readers.start_soon(self._read, slot, channel)
         return channel
 
-    async def _live(self, slot: Slot, channel: _Channel) -> str:
+    async def _live(self, slot: Slot, channel: _Channel) -> ExitKind | None:
         """Wait for the current worker's exit and its last words; send ``retire`` if it
         asked for it and its turn comes. Return how it exited."""
         if channel.heartbeat is None:
@@ -251,11 +252,11 @@ class Slots:
             pass  # the worker is gone already; its exit is judged on its own
         await slot.exited.wait()
 
-    async def _judge(self, slot: Slot, exit_kind: str) -> _Next:
+    async def _judge(self, slot: Slot, exit_kind: ExitKind | None) -> _Next:
         """Decide what a worker's exit means: recycle, replace, or the pool's failure."""
-        if exit_kind == "signal-term":
+        if exit_kind is ExitKind.SIGNAL_TERM:
             await trio.sleep(GROUP_SIGNAL_GRACE_S)  # the pool's own stop cancels us here
-        if slot.retiring and exit_kind == "exit-0":
+        if slot.retiring and exit_kind is ExitKind.EXIT_0:
             self._pool.recycles[slot.retire_cause] += 1
             return _Next.RECYCLE  # a clean retirement, even before every slot is ready
         if slot.entry and (slot.started or self._pool.status is not PoolStatus.STARTING):
@@ -273,7 +274,7 @@ class Slots:
             self._pool.fail(WorkerLifecycleFailedError(Reason.CHILD_EXITED))
         return _Next.END
 
-    async def _replace(self, slot: Slot, exit_kind: str) -> _Next:
+    async def _replace(self, slot: Slot, exit_kind: ExitKind | None) -> _Next:
         """Wait out the pace :class:`RespawnPolicy` sets before an entry's next worker."""
         now = trio.current_time()
         lived = now - slot.ready_at if slot.ready_at is not None else 0.0
@@ -281,7 +282,7 @@ class Slots:
         if not self._respawn.admit(now):
             self._pool.fail(WorkerLifecycleFailedError(Reason.RESTART_INTENSITY_EXCEEDED))
             return _Next.END
-        event("worker.replaced", slot=slot.index, exit_kind=exit_kind)
+        event("worker.replaced", slot=slot.index, exit_kind=exit_kind.value if exit_kind else "")
         await trio.sleep(self._respawn.delay(slot.spawned_at, slot.rapid_exits, now))
         return _Next.REPLACE
 
@@ -370,7 +371,7 @@ class Slots:
         self._pool.note_ready()
 
 
-def mark_exited(pool: Pool, index: int, exit_kind: str) -> bool:
+def mark_exited(pool: Pool, index: int, exit_kind: ExitKind) -> bool:
     """The guardian reports that ``index``'s worker exited: wake the slot's task.
 
     False for a slot the pool does not have."""
@@ -383,7 +384,7 @@ def mark_exited(pool: Pool, index: int, exit_kind: str) -> bool:
     slot.settled.set()
     slot.exited.set()
     slot.news.set()
-    event("worker.exited", slot=slot.index, exit_kind=exit_kind)
+    event("worker.exited", slot=slot.index, exit_kind=exit_kind.value)
     return True
 
 

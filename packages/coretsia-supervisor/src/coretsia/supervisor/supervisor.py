@@ -71,6 +71,7 @@ from coretsia.worker_protocol.vocabulary import (
 from coretsia.worker_protocol.worker_channel import RecycleCause
 
 if TYPE_CHECKING:
+    from coretsia.supervisor.generation_spec import GenerationSpec
     from coretsia.supervisor.prometheus import MetricsEndpoint
     from coretsia.worker_protocol.internal.runtime.cgroup import GenerationCgroup
 
@@ -89,11 +90,10 @@ class Supervisor:
         self,
         root: Path,
         config: PoolConfig,
-        spec: Mapping[str, object],
+        spec: GenerationSpec,
         driver: Driver,
         transport: Transport,
         containment: Containment,
-        umask: int,
         environ: Mapping[str, str],
         hello: Hello,
         *,
@@ -109,7 +109,6 @@ class Supervisor:
         self._starting = telemetry.process("start")  # ends at running, or failed at shutdown
         self._config = config
         self._spec = spec
-        self._umask = umask
         self._environ = environ
         self._credential = secrets.token_hex(32)
         self._notifier = Notifier(environ)
@@ -224,9 +223,8 @@ class Supervisor:
             life.start_soon(self._guardian.follow, link)
             self._files.make_dirs()
             ipc = self._ipc.open()  # under the lock; the generation records where it is
-            spec = self._spec if ipc is None else {**self._spec, "ipc": ipc}
             try:
-                pin = generation.publish(self._root, spec)
+                pin = generation.publish(self._root, self._spec.with_ipc(ipc))
             except generation.GenerationError as exc:
                 raise WorkerLifecycleFailedError(Reason.LIFECYCLE_FAILED) from exc
             self._files.remove_stale()

@@ -8,7 +8,8 @@ says what it serves); the application may name its own factory as
 exist. Explicit selection is configuration, not priority. Discovery reads installed
 package metadata and imports the candidates, which is why it happens here, in the
 supervisor at ``start``, and its result (one ``module:attr``) is frozen into the
-generation: a worker only imports that target, it never discovers.
+generation (:mod:`.generation_builder`): a worker only imports that target, it never
+discovers.
 
 Hooks are resolved the same way: ``[worker.hooks]`` names them, and installed
 distributions may add more through ``coretsia.worker.hooks`` (each entry's object has a
@@ -33,16 +34,15 @@ checked by its factory, in the workers.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 
 from coretsia.supervisor.config import HOOK_KINDS, PoolConfig
 from coretsia.supervisor.entry_points import EntryPoint, entry_points
-from coretsia.worker_protocol.catalogue import ConfigRule, Reason
+from coretsia.supervisor.generation_spec import HookTargets
+from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerStartFailedError
 from coretsia.worker_protocol.task_source import TaskSourceOptionError
-from coretsia.worker_protocol.vocabulary import MAX_WORKERS
 
 SOURCE_GROUP: Final = "coretsia.worker.task_sources"
 HOOK_GROUP: Final = "coretsia.worker.hooks"
@@ -108,7 +108,7 @@ def check_source_options(factory: object, options: Mapping[str, object]) -> None
         raise WorkerStartFailedError(Reason.TASK_SOURCE_UNRESOLVABLE) from exc
 
 
-def resolve_hooks(config: PoolConfig) -> dict[str, list[str]]:
+def resolve_hooks(config: PoolConfig) -> HookTargets:
     """Every hook target by kind: the configured ones, then contributed ones by name."""
     hooks = {kind: list(getattr(config.hooks, kind)) for kind in HOOK_KINDS}
     for entry in sorted(entry_points(group=HOOK_GROUP), key=lambda e: e.name):
@@ -117,38 +117,6 @@ def resolve_hooks(config: PoolConfig) -> dict[str, list[str]]:
         if kind not in hooks or not callable(hook):
             raise WorkerStartFailedError(Reason.START_FAILED)
         hooks[kind].append(entry.value)
-    return hooks
-
-
-def generation_spec(
-    root: Path, config: PoolConfig, runtime: dict[str, str] | None
-) -> dict[str, object]:
-    """The generation snapshot: the validated config with discovery already resolved.
-
-    Task workers get the runtime entrypoint the guard resolved (``runtime``, see
-    :mod:`coretsia.supervisor.runtime_guard`; None without task workers), their source
-    and hooks; ``[[process]]`` tables and ``process_modules`` are registered on a process
-    registry with the manager's own rules, and its snapshot is frozen as ``processes``.
-    """
-    spec = config.to_generation_dict()
-    spec["runtime_entrypoint"] = runtime
-    workers = config.worker.workers
-    if workers:
-        spec["task_source"] = resolve_task_source(config)
-        for kind, targets in resolve_hooks(config).items():
-            spec[f"{kind}_hooks"] = targets
-    spec["processes"] = None
-    spec["process_main"] = None
-    entries = 0
-    if config.processes.entries or config.processes.process_modules:
-        from coretsia.supervisor.process.config_route import register_from_config
-        from coretsia.supervisor.process.record import snapshot
-
-        registry = register_from_config(root, config)
-        entries = len(registry.entries())
-        spec["processes"] = snapshot(registry)
-    if not 0 < workers + entries <= MAX_WORKERS:
-        # A pool needs a slot (workers = 0 is for a pool of enabled entries alone), and
-        # task workers and entries together are at most 1,024: what state and status carry.
-        raise WorkerConfigError("worker.workers", ConfigRule.OUT_OF_RANGE)
-    return spec
+    return HookTargets(
+        before=tuple(hooks["before"]), after=tuple(hooks["after"]), reset=tuple(hooks["reset"])
+    )

@@ -4,7 +4,9 @@ A :class:`Frame` is a record whose fields each declare their JSON :class:`~._str
 (``field(kind=...)``) and, for a tagged frame, whose class declares its ``TAG``. A
 :class:`Codec` serves a set of such classes that share a version: the control answers,
 the worker channel, the guardian and proc-host channels (tagged by ``type``), or one
-untagged record (a control request, the locator and state files). Decoding checks, in
+untagged record (a control request, the locator, state and generation files). A field may
+hold a record of its own: :class:`Nested` (a JSON object under the field's key) or
+:class:`Spread` (its keys beside the frame's). Decoding checks, in
 order: the size, strict JSON, ``version``, the ``type`` tag, the exact key set, each field
 by its kind, then the frame's own rules between fields (:meth:`Frame._check`). Encoding
 writes the fields and reads the result back by those same rules, so a frame we could not
@@ -111,6 +113,31 @@ class Spread(s.Kind):
         self.layout.write(value, obj)
 
 
+class Nested(s.Kind):
+    """A record held as a JSON object of its own under the field's key (exactly its keys).
+
+    A nested record's key errors name the key inside it (``$.<key>``), not its full path.
+    """
+
+    __slots__ = ("layout",)
+
+    def __init__(self, cls: type[Frame]) -> None:
+        self.layout = _Layout(cls)
+
+    def read(self, value: object, path: str) -> Frame:
+        if type(value) is not dict:
+            raise s.FieldError(Reason.FRAME_WRONG_TYPE, path)
+        s.check_keys(value, self.layout.required, self.layout.optional)
+        return self.layout.read(value)
+
+    def write(self, value: object, path: str) -> s.JsonObject:
+        if not isinstance(value, Frame) or value.__class__ is not self.layout.cls:
+            raise s.FieldError(Reason.FRAME_WRONG_TYPE, path)
+        obj: s.JsonObject = {}
+        self.layout.write(value, obj)
+        return obj
+
+
 class Codec:
     """Encode and decode one set of frame classes of one ``version``; see the module doc.
 
@@ -154,10 +181,11 @@ class Codec:
         return self._decode(data)[0]
 
     def open(self, data: bytes) -> tuple[Any, bytes, str | None]:
-        """Decode one frame of a sealable codec: the frame, its body and its ``mac``.
+        """Decode one frame: the frame, its body and its ``mac`` (a sealable codec's).
 
         The body is the frame's canonical JSON without the ``mac`` (what the sender
-        sealed); the ``mac`` is None where the frame carries none.
+        sealed; for any codec, what tells a canonical file from an edited one); the
+        ``mac`` is None where the frame carries none.
         """
         frame, obj, mac = self._decode(data)
         return frame, s.dumps(obj), mac

@@ -37,11 +37,10 @@ from coretsia.supervisor.config.records import (
     RuntimePaths,
     SourceOptions,
     SpawnMode,
-    TaskType,
     TcpSettings,
-    TelemetryMode,
     WorkerSettings,
 )
+from coretsia.supervisor.generation_spec import TaskType, TelemetryMode
 
 __all__ = [
     "CONFIG_FILE",

@@ -44,6 +44,7 @@ from coretsia.supervisor.config.rules import (
     option_items,
     process_tables,
 )
+from coretsia.supervisor.generation_spec import TaskType, TelemetryMode
 from coretsia.supervisor.process.rules import EVENT_LOOPS, IPC_TYPES, MAX_MSG_QUEUE_KEY
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.lifecycle import CANONICAL_PATHS
@@ -60,26 +61,12 @@ OptionValue = str | int | bool
 _TIMEOUT: Final = in_range(1, MAX_TIMEOUT_MS)
 
 
-class TaskType(str, enum.Enum):
-    """What a task worker's loop serves (seed 000): selects the task source."""
-
-    QUEUE = "queue"
-    HTTP = "http"
-
-
 class SpawnMode(str, enum.Enum):
     """How the ``fork`` driver makes a worker: an interpreter each, or a fork of the
     generation's fork server (see ``docs/architecture.md``)."""
 
     EXEC = "exec"
     FORKSERVER = "forkserver"
-
-
-class TelemetryMode(str, enum.Enum):
-    """Whether the pool records seed 000's spans and metrics (see ``telemetry.py``)."""
-
-    OFF = "off"
-    OTEL = "otel"
 
 
 @attrs.frozen(kw_only=True)
@@ -341,49 +328,3 @@ class PoolConfig:
     budgets: Budgets = Budgets()
     observability: Observability = Observability()
     processes: ProcessSettings = ProcessSettings()
-
-    def to_generation_dict(self) -> dict[str, object]:
-        """The configuration part of the generation snapshot, as plain JSON values.
-
-        This flat shape is what the launcher reads in every worker (seed 000's keys, the
-        subtables' as ``control_transport``, ``tcp_port``, ``before_hooks``...). The
-        process entries are not in it: ``start`` registers them and the generation
-        carries the manager's snapshot instead.
-        """
-        worker, paths, budgets = self.worker, self.paths, self.budgets
-        observed, processes = self.observability, self.processes
-        return {
-            "workers": worker.workers,
-            "max_requests": worker.max_requests,
-            "max_memory_mb": worker.max_memory_mb,
-            "task_type": worker.task_type.value,
-            "task_source": worker.task_source,
-            "source_options": self.source_options.as_dict(),
-            **{f"{kind}_hooks": list(getattr(self.hooks, kind)) for kind in HOOK_KINDS},
-            "app_path": list(worker.app_path),
-            "driver": worker.driver.value,
-            "containment": worker.containment.value,
-            "spawn": worker.spawn.value,
-            "preload": list(worker.preload),
-            "control_transport": self.control.transport.value,
-            "tcp_host": self.tcp.host,
-            "tcp_port": self.tcp.port,
-            "socket_path": paths.socket_path,
-            "state_path": paths.state_path,
-            "stop_flag_path": paths.stop_flag_path,
-            "start_timeout_ms": budgets.start_timeout_ms,
-            "stop_timeout_ms": budgets.stop_timeout_ms,
-            "force_kill_timeout_ms": budgets.force_kill_timeout_ms,
-            "heartbeat_timeout_ms": budgets.heartbeat_timeout_ms,
-            "debug": observed.debug,
-            "ipc_type": processes.ipc_type,
-            "msg_queue_key": processes.msg_queue_key,
-            "event_loop": processes.event_loop,
-            "respawn_interval_ms": processes.respawn_interval_ms,
-            "restart_intensity": processes.restart_intensity,
-            "restart_period_ms": processes.restart_period_ms,
-            "restart_backoff_max_ms": processes.restart_backoff_max_ms,
-            "metrics_port": observed.metrics_port,
-            "metrics_host": observed.metrics_host,
-            "telemetry": observed.telemetry.value,
-        }

@@ -31,6 +31,7 @@ import os
 from pathlib import Path
 
 from coretsia.supervisor.generation import GenerationError, load_current_generation, remove_path
+from coretsia.supervisor.generation_spec import GenerationSpec, IpcRecord
 from coretsia.supervisor.process.rules import (
     IPC_MSGQUEUE,
     IPC_NONE,
@@ -41,27 +42,20 @@ from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
 from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR, IPC_DIR
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from collections.abc import Mapping
-
 __all__ = ["PoolIpc", "require_ipc"]
 
 _MODE = 0o600
 
 
-def _mode_of(spec: Mapping[str, object]) -> tuple[str, int]:
+def _mode_of(spec: GenerationSpec) -> tuple[str, int]:
     """The pool's IPC type and key: the process snapshot's, ``none`` without entries."""
-    processes = spec.get("processes")
-    if not isinstance(processes, dict) or not processes.get("entries"):
+    processes = spec.processes
+    if processes is None or not processes.entries:
         return IPC_NONE, 0
-    ipc_type, key = processes.get("ipc_type"), processes.get("msg_queue_key")
-    if not isinstance(ipc_type, str) or type(key) is not int:
-        return IPC_NONE, 0  # load_snapshot in every worker refuses such a record
-    return ipc_type, key
+    return processes.ipc_type, processes.msg_queue_key
 
 
-def require_ipc(spec: Mapping[str, object]) -> None:
+def require_ipc(spec: GenerationSpec) -> None:
     """Refuse a pool whose IPC mode cannot work here, before anything is started.
 
     ``msgqueue`` needs ``sysv_ipc`` (the ``ipc`` extra), which cannot be installed or
@@ -80,12 +74,12 @@ class PoolIpc:
 
     __slots__ = ("_ipc_type", "_key", "_msqid", "_root")
 
-    def __init__(self, root: Path, spec: Mapping[str, object]) -> None:
+    def __init__(self, root: Path, spec: GenerationSpec) -> None:
         self._root = root
         self._ipc_type, self._key = _mode_of(spec)
         self._msqid: int | None = None
 
-    def open(self) -> dict[str, object] | None:
+    def open(self) -> IpcRecord | None:
         """Remove a killed predecessor's leftovers, create this generation's resources.
 
         Returns the generation's ``ipc`` record, or None for a pool without IPC. Call
@@ -97,7 +91,7 @@ class PoolIpc:
                 os.mkdir(self._root / IPC_DIR, 0o700)
             except OSError:
                 raise WorkerConfigError("worker.ipc_type", ConfigRule.UNAVAILABLE) from None
-            return {"unixsock_dir": IPC_DIR}
+            return IpcRecord(unixsock_dir=IPC_DIR)
         if self._ipc_type == IPC_MSGQUEUE:
             return self._create_queue()
         return None
@@ -121,7 +115,7 @@ class PoolIpc:
             cleaned = False
         return cleaned
 
-    def _create_queue(self) -> dict[str, object]:
+    def _create_queue(self) -> IpcRecord:
         import sysv_ipc  # require_ipc checked it at the start of the run
 
         try:
@@ -138,7 +132,7 @@ class PoolIpc:
         except (OSError, MemoryError):  # ENOSYS (no SysV IPC in this kernel), ENOSPC
             raise WorkerConfigError("worker.ipc_type", ConfigRule.UNAVAILABLE) from None
         self._msqid = queue.id
-        return {"msgqueue_key": queue.key, "msgqueue_id": queue.id}
+        return IpcRecord(msgqueue_key=queue.key, msgqueue_id=queue.id)
 
     def _remove_stale(self) -> None:
         """What a SIGKILLed supervisor of this root left behind (module docstring)."""
@@ -150,12 +144,10 @@ class PoolIpc:
             _, previous = load_current_generation(self._root, GENERATIONS_DIR)
         except GenerationError:
             return  # none yet, or unreadable: then it recorded nothing we could trust
-        record = previous.get("ipc")
-        if not isinstance(record, dict):
+        record = previous.ipc
+        if record is None or record.msgqueue_key is None or record.msgqueue_id is None:
             return
-        key, msqid = record.get("msgqueue_key"), record.get("msgqueue_id")
-        if type(key) is not int or type(msqid) is not int:
-            return
+        key, msqid = record.msgqueue_key, record.msgqueue_id
         try:
             import sysv_ipc
         except ImportError:

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
     import trio
 
+    from coretsia.supervisor.generation_spec import MainModule
     from coretsia.supervisor.process.registry import Registry
     from coretsia.supervisor.supervisor import Supervisor
 
@@ -150,20 +151,13 @@ class Runtime:
         from pathlib import Path
 
         from coretsia.supervisor.config import load_config
-        from coretsia.supervisor.process.record import snapshot
+        from coretsia.supervisor.generation_builder import build_generation_spec
         from coretsia.supervisor.runner import run_supervisor
 
         root = Path(os.getcwd() if self.root is None else self.root).resolve()
         config = load_config(root)
-        spec = config.to_generation_dict()
-        spec.update(
-            workers=0,
-            task_source=None,
-            before_hooks=[],
-            after_hooks=[],
-            reset_hooks=[],
-            processes=snapshot(registry),
-            process_main=_main_module(registry),
+        spec = build_generation_spec(
+            root, config, None, registry=registry, main=_main_module(registry)
         )
         run_supervisor(root, config, spec, umask, attach=self._attach, hosted=hosted)
 
@@ -234,25 +228,21 @@ def running_loop() -> str | None:
     return None
 
 
-def _main_module(registry: Registry) -> dict[str, object]:
+def _main_module(registry: Registry) -> MainModule:
     """How a worker re-creates this process's import state (multiprocessing's spawn data).
 
     ``sys_path`` always (entries may live beside the script); the main script's module
     name or file only when an entry lives in it.
     """
+    from coretsia.supervisor.generation_spec import MainModule
+
     cwd = os.getcwd()
-    info: dict[str, object] = {
-        "name": None,
-        "path": None,
-        "sys_path": [os.path.join(cwd, p) if not os.path.isabs(p) else p for p in sys.path],
-    }
+    sys_path = tuple(os.path.join(cwd, p) if not os.path.isabs(p) else p for p in sys.path)
     if not any(entry.target.startswith(_MAIN + ":") for entry in registry.entries()):
-        return info
+        return MainModule(sys_path=sys_path)
     main = sys.modules[_MAIN]
     spec = getattr(main, "__spec__", None)
     name = getattr(spec, "name", None)
     if isinstance(name, str) and not name.endswith(_MAIN):
-        info["name"] = name
-    else:
-        info["path"] = os.path.abspath(str(main.__file__))
-    return info
+        return MainModule(name=name, sys_path=sys_path)
+    return MainModule(path=os.path.abspath(str(main.__file__)), sys_path=sys_path)

@@ -50,6 +50,7 @@ __all__ = [
     "ProcessSnapshot",
     "SnapshotDeclaration",
     "SnapshotEntry",
+    "freeze",
     "load_snapshot",
     "snapshot",
 ]
@@ -115,6 +116,11 @@ class ProcessSnapshot(Frozen):
 def snapshot(source: RegistryOwner | Registry) -> dict[str, object]:
     """The schema-1 record of a manager's (or a registry's) entries, settings and
     discovered declarations."""
+    return freeze(source).as_dict()
+
+
+def freeze(source: RegistryOwner | Registry) -> ProcessSnapshot:
+    """The snapshot of a manager's (or a registry's) entries, as the generation holds it."""
     from coretsia.supervisor.process.registry import registry_of  # the parent's side only
 
     registry = registry_of(source)
@@ -135,7 +141,7 @@ def snapshot(source: RegistryOwner | Registry) -> dict[str, object]:
             )
             for d in registry.discovered()
         ),
-    ).as_dict()
+    )
 
 
 def load_snapshot(data: object) -> ProcessSnapshot:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
+    from coretsia.supervisor.generation_spec import GenerationSpec, HookTargets, TelemetryMode
     from coretsia.supervisor.stop_signal import StopSignal
     from coretsia.supervisor.telemetry import Telemetry
     from coretsia.supervisor.worker.channel import Reporter
@@ -43,7 +44,7 @@ class SourceContext:
         slot: int,
         stop: StopSignal,
         generation: str,
-        options: dict[str, object],
+        options: Mapping[str, object],
         reporter: Reporter,
     ) -> None:
         import types
@@ -101,39 +102,29 @@ class SourceContext:
 
 
 def serve_tasks(
-    reporter: Reporter,
-    spec: dict[str, object],
-    slot: int,
-    stop: StopSignal,
-    generation: str,
-    max_requests: int,
-    max_memory_mb: int = 0,
+    reporter: Reporter, spec: GenerationSpec, slot: int, stop: StopSignal, generation: str
 ) -> int:
     """Resolve the task source, report ready, run the sequential loop."""
     from coretsia.supervisor.runtime_guard import check_runtime_entrypoint
     from coretsia.supervisor.worker.channel import Retirement
     from coretsia.supervisor.worker.loop import work
 
-    task_type = spec.get("task_type")
-    if task_type not in ("queue", "http"):
-        raise failure("CHILD_START_FAILED")
-    check_runtime_entrypoint(str(task_type), spec.get("runtime_entrypoint"))  # seed 000's order
-    options = spec.get("source_options", {})
-    if not isinstance(options, dict):
-        raise failure("CHILD_START_FAILED")
-    context = SourceContext(str(task_type), slot, stop, generation, options, reporter)
-    hooks = resolve_hooks(spec)
-    source = resolve_source(spec.get("task_source"), context)
+    task_type = spec.task_type.value
+    check_runtime_entrypoint(task_type, spec.runtime_entrypoint)  # seed 000's order
+    options = dict(spec.source_options)
+    context = SourceContext(task_type, slot, stop, generation, options, reporter)
+    hooks = resolve_hooks(spec.hooks)
+    source = resolve_source(spec.task_source, context)
     reporter.report_ready()
     return work(
         source,
         context,
-        max_requests,
+        spec.max_requests,
         hooks,
         Retirement(reporter, stop.listen),
-        _telemetry(spec.get("telemetry")),
+        _telemetry(spec.telemetry),
         reporter.task_failed,
-        _memory_limit(max_memory_mb),
+        _memory_limit(spec.max_memory_mb),
     )
 
 
@@ -146,31 +137,31 @@ def _memory_limit(max_memory_mb: int) -> MemoryLimit | None:
     return MemoryLimit(max_memory_mb)
 
 
-def _telemetry(mode: object) -> Telemetry:
+def _telemetry(mode: TelemetryMode) -> Telemetry:
     """The worker's telemetry: OpenTelemetry for ``otel``, imported only now, after ready."""
+    from coretsia.supervisor.generation_spec import TelemetryMode
     from coretsia.supervisor.telemetry import NO_TELEMETRY
 
-    if mode != "otel":
+    if mode is not TelemetryMode.OTEL:
         return NO_TELEMETRY
     from coretsia.supervisor.otel import opentelemetry_telemetry
 
     return opentelemetry_telemetry("coretsia.worker") or NO_TELEMETRY
 
 
-def resolve_hooks(spec: dict[str, object]) -> Hooks:
+def resolve_hooks(targets: HookTargets) -> Hooks:
     """Import the generation's frozen hook targets (``module:attr``), in order."""
     from coretsia.supervisor.worker.loop import Hooks
 
-    lists = []
-    for key in ("before_hooks", "after_hooks", "reset_hooks"):
-        targets = spec.get(key, [])
-        if not isinstance(targets, list):
-            raise failure("CHILD_START_FAILED")
-        lists.append([_import_callable(t, "CHILD_START_FAILED") for t in targets])
-    return Hooks(*lists)
+    return Hooks(
+        *(
+            [_import_callable(target, "CHILD_START_FAILED") for target in kind]
+            for kind in (targets.before, targets.after, targets.reset)
+        )
+    )
 
 
-def resolve_source(target: object, context: SourceContext) -> TaskSource:
+def resolve_source(target: str | None, context: SourceContext) -> TaskSource:
     """Import the frozen ``module:attr``, build the source, check it is ready to serve."""
     factory = _import_callable(target, "TASK_SOURCE_UNRESOLVABLE")
     declared = getattr(factory, "task_type", context.task_type)
@@ -197,9 +188,9 @@ def resolve_source(target: object, context: SourceContext) -> TaskSource:
     return source  # type: ignore[no-any-return]
 
 
-def _import_callable(target: object, reason: str) -> Callable[..., Any]:
+def _import_callable(target: str | None, reason: str) -> Callable[..., Any]:
     """Follow a frozen ``module:attr`` to a callable; anything else is ``failure(reason)``."""
-    if not isinstance(target, str) or not all(target.partition(":")[::2]):
+    if target is None or not all(target.partition(":")[::2]):
         raise failure(reason)  # no module, or no attr
     from coretsia.worker_protocol.internal.runtime.imports import import_target
 

@@ -27,6 +27,7 @@ from typing import ClassVar, Final
 from coretsia.worker_protocol import _strict as s
 from coretsia.worker_protocol._codec import Codec, Frame
 from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.internal.runtime.exit_kind import ExitKind
 from coretsia.worker_protocol.records import field
 from coretsia.worker_protocol.vocabulary import Containment, Driver, ShutdownPhase
 
@@ -109,13 +110,14 @@ class SpawnFailed(Frame, kw_only=True):
 class Exited(Frame, kw_only=True):
     """Guardian to supervisor: the worker of ``slot`` ended and was reaped.
 
-    ``exit_kind`` is a bounded token (``exit-0``, ``exit-nonzero``, ``signal-term``,
-    ``signal-kill``, ``signal-other``); raw statuses stay inside the guardian.
+    ``exit_kind`` is one :class:`ExitKind` (``exit-0``, ``exit-nonzero``,
+    ``signal-term``, ``signal-kill``, ``signal-other``); any other value is a protocol
+    violation. Raw statuses stay inside the guardian.
     """
 
     TAG: ClassVar[str] = "exited"
     slot: int = field(kind=s.ANY_INT)
-    exit_kind: str = field(kind=s.TEXT)
+    exit_kind: ExitKind = field(kind=s.Choice(ExitKind))
 
 
 class HostStarted(Frame, kw_only=True):

@@ -27,8 +27,7 @@ import os
 import signal
 import sys
 
-from coretsia.supervisor.process.errors import ProcessError
-from coretsia.supervisor.process.rules import EVENT_LOOPS, IPC_NONE, KIND_FUNCTION, KIND_PROCESS
+from coretsia.supervisor.process.rules import IPC_NONE, KIND_FUNCTION, KIND_PROCESS
 from coretsia.supervisor.process.worker.pool import WorkerPool
 from coretsia.supervisor.worker import EXIT_CONTRACT, EXIT_FAILURE, WorkerExit
 from coretsia.worker_protocol.catalogue import Reason
@@ -39,7 +38,8 @@ if TYPE_CHECKING:
     from types import FrameType
     from typing import Any
 
-    from coretsia.supervisor.process.record import SnapshotEntry
+    from coretsia.supervisor.generation_spec import GenerationSpec, IpcRecord, MainModule
+    from coretsia.supervisor.process.record import ProcessSnapshot, SnapshotEntry
     from coretsia.supervisor.process.worker.ipc_endpoint import Endpoint
     from coretsia.supervisor.stop_signal import StopSignal
     from coretsia.supervisor.worker.channel import Reporter, Retirement
@@ -64,13 +64,7 @@ class EntryBoot:
 
     __slots__ = ("entry", "ipc_type", "workers")
 
-    def __init__(self, processes: object, index: int) -> None:
-        from coretsia.supervisor.process.record import load_snapshot
-
-        try:
-            snapshot = load_snapshot(processes)
-        except ProcessError as error:
-            raise WorkerExit(EXIT_FAILURE, Reason.CHILD_START_FAILED) from error
+    def __init__(self, snapshot: ProcessSnapshot, index: int) -> None:
         entries = snapshot.entries
         if index >= len(entries):
             raise WorkerExit(EXIT_CONTRACT)
@@ -79,26 +73,21 @@ class EntryBoot:
         self.workers = len(entries)
 
     def serve(
-        self,
-        reporter: Reporter,
-        spec: dict[str, object],
-        stop: StopSignal,
-        generation: str,
-        max_memory_mb: int = 0,
+        self, reporter: Reporter, spec: GenerationSpec, stop: StopSignal, generation: str
     ) -> int:
         """Rebuild the entry, report ready, run it; return the exit status.
 
-        With ``max_memory_mb``, ``stop`` also watches the channel, for the grant of the
-        retirement :func:`_retire_past` asks for.
+        With the spec's ``max_memory_mb``, ``stop`` also watches the channel, for the
+        grant of the retirement :func:`_retire_past` asks for.
         """
-        entry = self.entry
-        loop = spec.get("event_loop", "asyncio")
-        if entry.enable_async and loop not in EVENT_LOOPS:  # before any application code
+        entry, loop = self.entry, spec.event_loop
+        max_memory_mb = spec.max_memory_mb
+        if entry.enable_async and loop is None:  # the spec's rule: entries come with one
             raise WorkerExit(EXIT_FAILURE, Reason.CHILD_START_FAILED)
         try:
-            _prepare_main(spec.get("process_main"))
+            _prepare_main(spec.process_main)
             run = _runnable(entry)
-            endpoint = self._endpoint(spec.get("ipc"))
+            endpoint = self._endpoint(spec.ipc)
         except Exception as error:
             raise WorkerExit(EXIT_FAILURE, Reason.CHILD_START_FAILED) from error
         pool = WorkerPool(entry.worker_id, entry.name, generation, stop, reporter, endpoint)
@@ -106,14 +95,14 @@ class EntryBoot:
         reporter.report_ready()
         retirement = _retire_past(max_memory_mb, reporter, stop) if max_memory_mb else None
         try:
-            if entry.enable_async:
-                terminated = _run_async(run, pool, entry.worker_id, str(loop))
+            if entry.enable_async and loop is not None:
+                terminated = _run_async(run, pool, entry.worker_id, loop)
             else:
                 terminated = _run_sync(run, pool, entry.worker_id)
         except Terminated:
             terminated = True  # SIGTERM landed just as the entry returned: still SIGTERM
         except Exception as error:  # noqa: BLE001 - an entry's failure: replaced, not fatal
-            if spec.get("debug") is True:
+            if spec.debug:
                 import traceback
 
                 traceback.print_exception(error)  # debug only: may show payloads
@@ -125,7 +114,7 @@ class EntryBoot:
             retirement.granted()  # read, if it came: a frame left unread resets the close
         return 0
 
-    def _endpoint(self, record: object) -> Endpoint | None:
+    def _endpoint(self, record: IpcRecord | None) -> Endpoint | None:
         """This worker's message endpoint, bound before readiness; None without IPC."""
         if self.ipc_type == IPC_NONE:
             return None  # and nothing of IPC is imported
@@ -151,40 +140,32 @@ def _retire_past(max_memory_mb: int, reporter: Reporter, stop: StopSignal) -> Re
     return retirement
 
 
-def _prepare_main(main: object) -> None:
+def _prepare_main(main: MainModule | None) -> None:
     """Make the parent's main script importable as it was there (multiprocessing's way).
 
     ``main`` is the generation's ``process_main``: ``None`` under ``coretsia-supervisor
-    start`` (``app_path`` is the import path), else, under ``ProcessManager.start``,
-    ``{"name": <module under -m or null>, "path": <script or null>, "sys_path": [...]}``
-    with a name or a path only when an entry lives in the main script.
+    start`` (``app_path`` is the import path), else, under ``ProcessManager.start``, its
+    ``sys_path``, with the main script's module name or path only when an entry lives in
+    the main script.
     """
     if main is None:
         return
-    if not isinstance(main, dict):
-        raise TypeError("process_main")
-    sys_path = main.get("sys_path", [])
-    if not isinstance(sys_path, list):
-        raise TypeError("process_main.sys_path")
-    sys.path.extend(p for p in sys_path if isinstance(p, str) and p not in sys.path)
-    name, path = main.get("name"), main.get("path")
-    import types
-
-    if isinstance(name, str):
+    sys.path.extend(p for p in main.sys_path if p not in sys.path)
+    if main.name is not None:
         import importlib
 
-        module = importlib.import_module(name)  # its own __name__: the guard stays false
-    elif isinstance(path, str):
+        module = importlib.import_module(main.name)  # its own __name__: the guard stays false
+    elif main.path is not None:
+        import types
+
         module = types.ModuleType(_MP_MAIN)
-        module.__file__ = path
+        module.__file__ = main.path
         sys.modules[_MP_MAIN] = module
-        with open(path, "rb") as source:
-            code = compile(source.read(), path, "exec")
+        with open(main.path, "rb") as source:
+            code = compile(source.read(), main.path, "exec")
         exec(code, module.__dict__)
-    elif name is None and path is None:
-        return  # no entry lives in the main script: only its import path was needed
     else:
-        raise TypeError("process_main")
+        return  # no entry lives in the main script: only its import path was needed
     sys.modules[_MAIN] = sys.modules[_MP_MAIN] = module
 
 

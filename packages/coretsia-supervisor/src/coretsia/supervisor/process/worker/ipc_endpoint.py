@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 
     import sysv_ipc
 
+    from coretsia.supervisor.generation_spec import IpcRecord
+
 __all__ = ["Endpoint", "QueueEndpoint", "UnixEndpoint", "open_endpoint"]
 
 _DROP_BYTES = 1 << 20
@@ -60,23 +62,20 @@ _SUN_PATH_MAX = 103
 
 
 def open_endpoint(
-    ipc_type: str, record: object, worker_id: int, workers: int
+    ipc_type: str, record: IpcRecord | None, worker_id: int, workers: int
 ) -> UnixEndpoint | QueueEndpoint:
     """This worker's endpoint, from the generation's ``ipc`` record; raise if it is off.
 
-    Anything wrong (a record of another mode, a missing key, a queue that is not the one
-    the supervisor created) raises, and the worker fails its boot.
+    Anything wrong (no record, a record of another mode, a queue that is not the one the
+    supervisor created) raises, and the worker fails its boot.
     """
-    if not isinstance(record, dict):
+    if record is None:
         raise TypeError("ipc")
-    if ipc_type == IPC_UNIXSOCK and set(record) == {"unixsock_dir"}:
-        directory = record["unixsock_dir"]
-        if isinstance(directory, str):
-            return UnixEndpoint(directory, worker_id, workers)
-    if ipc_type == IPC_MSGQUEUE and set(record) == {"msgqueue_key", "msgqueue_id"}:
-        key, msqid = record["msgqueue_key"], record["msgqueue_id"]
-        if type(key) is int and type(msqid) is int:
-            return QueueEndpoint(key, msqid, worker_id, workers)
+    if ipc_type == IPC_UNIXSOCK and record.unixsock_dir is not None:
+        return UnixEndpoint(record.unixsock_dir, worker_id, workers)
+    key, msqid = record.msgqueue_key, record.msgqueue_id
+    if ipc_type == IPC_MSGQUEUE and key is not None and msqid is not None:
+        return QueueEndpoint(key, msqid, worker_id, workers)
     raise TypeError("ipc")
 
 
