@@ -25,7 +25,7 @@ Writer and readers are split on purpose:
   renames the directory into place (a generation appears whole or not at all), then swaps
   ``current`` with a temp-file-and-rename, then removes every other generation.
 * :func:`load_current_generation` runs on every worker's boot path. It imports only
-  :mod:`os`, :mod:`json`, CPython's built-in SHA-256 and the tiny
+  :mod:`os`, :mod:`json`, :mod:`hashlib` and the tiny
   :mod:`~coretsia.worker_protocol.trusted_paths` (interpreter start-up dominates pool
   start and recycle), never writes, never scans for a newest directory and never falls
   back: anything off is a :class:`GenerationError` whose message is a fixed phrase,
@@ -48,7 +48,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-import sys
+from hashlib import sha256
 
 from coretsia.worker_protocol import trusted_paths
 from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
@@ -61,21 +61,6 @@ TYPE_CHECKING = False
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
-
-# The built-in SHA-256, not hashlib's: hashlib loads OpenSSL's libcrypto, about 3.5 MiB
-# of resident memory and 2 ms in every worker, for one digest of a few hundred bytes.
-# Same digest, same interface (which is what type checkers are shown); hashlib only
-# where CPython was built without its own.
-if TYPE_CHECKING:
-    from hashlib import sha256 as _sha256
-else:
-    try:
-        if sys.version_info >= (3, 12):
-            from _sha2 import sha256 as _sha256
-        else:
-            from _sha256 import sha256 as _sha256
-    except ImportError:  # pragma: no cover - a CPython configured without its SHA-256
-        from hashlib import sha256 as _sha256
 
 GENERATION_VERSION = 1
 """The version of ``generation.json``; a worker refuses any other."""
@@ -118,7 +103,7 @@ def canonical_json(value: object) -> bytes:
 
 def fingerprint(spec: Mapping[str, object]) -> str:
     """SHA-256 (lowercase hex) of the deterministic encoding of ``spec``."""
-    return _sha256(canonical_json(spec)).hexdigest()
+    return sha256(canonical_json(spec)).hexdigest()
 
 
 def is_generation_id(name: str) -> bool:
@@ -157,7 +142,7 @@ def publish(root: str | os.PathLike[str], spec: Mapping[str, object]) -> str:
     """
     try:
         spec_bytes = canonical_json(spec)
-        digest = _sha256(spec_bytes).hexdigest()
+        digest = sha256(spec_bytes).hexdigest()
         document = canonical_json(
             {"version": GENERATION_VERSION, "fingerprint": digest, "spec": spec}
         )
