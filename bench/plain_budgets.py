@@ -1,0 +1,191 @@
+"""Two of issue 25's budgets, one tree against another, interleaved (``docs/performance.md``).
+
+* ``status`` as a process against a live pool, over a bare ``python -c pass``
+  (budget: at most 4 times);
+* an exec'd worker's CPU up to its application's import (``time.process_time()`` at the
+  top of the task source's module), over a bare interpreter's at its first statement
+  (budget: at most 15 ms more); with its spawn to ``ready``, its stop to reaped and its
+  CPU per life.
+
+The other tree (``--other``) is a directory holding ``packages/*/src`` (a ``git archive``
+of the commit to compare with); its code runs through ``PYTHONPATH``, this environment's
+(the work tree) without. One pool of this tree answers both ``status`` commands (the
+wire format is the same). Every sample of every variant alternates, in a shuffled order
+per round, so that both see the same load::
+
+    $ git archive <base> packages | tar -x -C /tmp/base
+    $ .venv/bin/python -m compileall -q /tmp/base/packages packages  # bytecode first
+    $ .venv/bin/python bench/plain_budgets.py --other /tmp/base --rounds 40
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+PYTHON = sys.executable
+CONSOLE = str(Path(PYTHON).parent / "coretsia-supervisor")
+APP = """\
+import os, time
+_CPU = time.process_time()  # first: the worker's CPU up to its application's import
+if "BUDGET_CPU_FILE" in os.environ:  # the pool's own worker has none
+    with open(os.environ["BUDGET_CPU_FILE"], "w") as f:
+        f.write(repr(_CPU))
+
+class Idle:
+    def __init__(self, context):
+        self.context = context
+    def assert_ready(self):
+        pass
+    def receive(self):
+        self.context.wait_for_stop(None)
+
+def idle(context):
+    return Idle(context)
+"""
+PARTS = ("to app", "ready", "stop", "life cpu")
+BARE = "import time; print(repr(time.process_time()))"
+
+
+def _env(src: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    if src:
+        env["PYTHONPATH"] = src
+    return env
+
+
+def _pin(root: Path) -> str:
+    base = root / "var/generations"
+    gen_id = (base / "current").read_text("ascii").strip()
+    document = json.loads((base / gen_id / "generation.json").read_bytes())
+    return f"{gen_id}:{document['fingerprint']}"
+
+
+def _launcher(root: Path, src: str | None) -> tuple[float, float, float, float]:
+    """(CPU to the application's import, spawn to ready, stop to reaped, CPU per life)."""
+    from coretsia.supervisor.slots import LAUNCHER_CODE
+    from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
+
+    ours, theirs = socket.socketpair()
+    stop_read, stop_write = os.pipe()
+    cpu_file = root / "cpu.txt"
+    env = {**_env(src), PARENT_PID_ENV: str(os.getpid()), "BUDGET_CPU_FILE": str(cpu_file)}
+    argv = [
+        PYTHON, "-c", LAUNCHER_CODE,
+        "--coretsia-worker-artifact-root=var/generations", "--coretsia-worker-slot=0",
+        f"--coretsia-worker-generation={_pin(root)}",
+        f"--coretsia-worker-channel-fd={theirs.fileno()}", f"--coretsia-worker-stop-fd={stop_read}",
+    ]  # fmt: skip
+    started = time.monotonic()
+    proc = subprocess.Popen(argv, cwd=root, env=env, pass_fds=(theirs.fileno(), stop_read))
+    theirs.close()
+    os.close(stop_read)
+    ours.settimeout(30)
+    frame = ours.recv(4096)
+    ready = time.monotonic() - started
+    if b'"ready"' not in frame:
+        proc.kill()
+        raise RuntimeError(f"no ready: {frame!r}")
+    started = time.monotonic()
+    os.close(stop_write)
+    _, status, usage = os.wait4(proc.pid, 0)
+    stopped = time.monotonic() - started
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    ours.close()
+    if proc.returncode != 0:
+        raise RuntimeError(f"launcher exited {proc.returncode}")
+    return float(cpu_file.read_text()), ready, stopped, usage.ru_utime + usage.ru_stime
+
+
+def _bare_cpu() -> float:
+    out = subprocess.run([PYTHON, "-c", BARE], capture_output=True, check=True, env=_env(None))
+    return float(out.stdout)
+
+
+def _timed(argv: list[str], src: str | None) -> float:
+    started = time.monotonic()
+    subprocess.run(argv, capture_output=True, check=True, env=_env(src))
+    return time.monotonic() - started
+
+
+def _summary(name: str, samples: list[float], unit: float = 1000) -> str:
+    q = statistics.quantiles(samples, n=4)
+    return (
+        f"{name}: median {statistics.median(samples) * unit:.2f} ms "
+        f"(quartiles {q[0] * unit:.2f}-{q[2] * unit:.2f}, n={len(samples)})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--other", type=Path, required=True, help="a tree with packages/*/src")
+    parser.add_argument("--rounds", type=int, default=30)
+    args = parser.parse_args()
+    other = ":".join(str(p) for p in sorted(args.other.glob("packages/*/src")))
+    variants = {"this": None, "other": other}
+    root = Path(tempfile.mkdtemp(prefix="cw-budgets-"))
+    (root / "coretsia.toml").write_text('[worker]\nworkers = 1\ntask_source = "budget_app:idle"\n')
+    (root / "budget_app.py").write_text(APP)
+    pool = subprocess.Popen(
+        [CONSOLE, "start", "--root", str(root)], stdout=subprocess.PIPE, env=_env(None)
+    )
+    try:
+        assert pool.stdout is not None
+        if not pool.stdout.readline().startswith(b"running:"):
+            raise RuntimeError("the pool did not start")
+        status = [CONSOLE, "status", "--root", str(root)]
+        samples: dict[str, list[float]] = {}
+        for src in variants.values():  # warm-up: page cache, bytecode
+            _timed(status, src)
+            _launcher(root, src)
+        for _ in range(args.rounds):
+            jobs: list[tuple[str, Callable[[], float | tuple[float, ...]]]] = [
+                ("pass", partial(_timed, [PYTHON, "-c", "pass"], None)),
+                ("bare cpu", _bare_cpu),
+            ]
+            for name, src in variants.items():
+                jobs.append((f"status {name}", partial(_timed, status, src)))
+                jobs.append((f"launcher {name}", partial(_launcher, root, src)))
+            random.shuffle(jobs)
+            for key, job in jobs:
+                result = job()
+                if isinstance(result, tuple):
+                    for part, value in zip(PARTS, result, strict=True):
+                        samples.setdefault(f"{key} {part}", []).append(value)
+                else:
+                    samples.setdefault(key, []).append(result)
+        for key in sorted(samples):
+            print(_summary(key, samples[key]))
+        bare = statistics.median(samples["pass"])
+        bare_cpu = statistics.median(samples["bare cpu"])
+        for name in variants:
+            ratio = statistics.median(samples[f"status {name}"]) / bare
+            extra = statistics.median(samples[f"launcher {name} to app"]) - bare_cpu
+            print(f"{name}: status / pass {ratio:.2f}; CPU to the app's import "
+                  f"bare + {extra * 1000:.1f} ms")  # fmt: skip
+        print(f"load average after: {os.getloadavg()}")
+    finally:
+        subprocess.run([CONSOLE, "stop", "--root", str(root)], capture_output=True, check=False)
+        try:
+            pool.wait(30)
+        except subprocess.TimeoutExpired:
+            pool.kill()
+            pool.wait()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
