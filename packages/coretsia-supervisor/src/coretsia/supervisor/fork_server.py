@@ -2,12 +2,12 @@
 
 The guardian starts it once per generation, a fresh interpreter like any worker, and then
 asks it for each worker instead of executing a new interpreter: a fork costs a small
-part of an interpreter's start (``docs/performance.md``, "The fork server"). It imports the launcher's boot
-modules (:data:`BOOT_MODULES`; and the ``preload`` modules, if configured) and nothing
-else: never the application, the configuration or the supervisor process's modules.
-Each forked worker then runs exactly the launcher's artifact-only boot
-(:func:`coretsia.supervisor.launcher.main`), so a recycled worker is as fresh as the
-first: it is forked from this server, never from a used worker.
+part of an interpreter's start (``docs/performance.md``, "The fork server"). It imports
+the launcher's boot modules (:data:`BOOT_MODULES`; and the ``preload`` modules, if
+configured) and nothing else: never the application, the configuration or the
+supervisor process's modules. Each forked worker then runs exactly the launcher's
+artifact-only boot (:func:`coretsia.supervisor.launcher.main`), so a recycled worker is
+as fresh as the first: it is forked from this server, never from a used worker.
 
 Who owns the workers. The guardian stays their only reaper, as in the ``exec`` mode:
 each worker is born the guardian's child, forked with ``clone(CLONE_PARENT)``

@@ -26,15 +26,15 @@ sealed. The client's ``hello`` opens the transcript with its fresh nonce, the se
 
 The conversation (:mod:`~coretsia.worker_protocol.control_conversation`) decides when to
 seal and when to verify; this module only keeps the transcript and computes MACs, with
-the standard library's :mod:`hmac` and :mod:`secrets` (what they cost a ``status`` probe
-is measured in ``docs/performance.md``, "Plain over clever").
+the standard library's :mod:`hmac` (what it costs a ``status`` probe is measured in
+``docs/performance.md``, "Plain over clever").
 """
 
 from __future__ import annotations
 
 import enum
 import hmac
-import secrets
+import os
 
 from coretsia.worker_protocol.control import CONTROL_VERSION
 from coretsia.worker_protocol.vocabulary import NONCE_HEX_LEN, Transport
@@ -57,8 +57,13 @@ class Role(str, enum.Enum):
 
 
 def fresh_nonce() -> str:
-    """256 bits from :mod:`secrets`, as lowercase hexadecimal."""
-    return secrets.token_hex(NONCE_HEX_LEN // 2)
+    """256 bits from the kernel's random source, as lowercase hexadecimal.
+
+    :func:`os.urandom` is what :func:`secrets.token_bytes` returns; importing
+    :mod:`secrets` (and :mod:`random` with it) would add to every probe what
+    ``docs/performance.md`` ("Plain over clever") measures, for nothing more.
+    """
+    return os.urandom(NONCE_HEX_LEN // 2).hex()
 
 
 class Transcript:
