@@ -4,8 +4,8 @@
   (budget: at most 4 times);
 * an exec'd worker's CPU up to its application's import (``time.process_time()`` at the
   top of the task source's module), over a bare interpreter's at its first statement
-  (budget: at most 15 ms more); with its spawn to ``ready``, its stop to reaped and its
-  CPU per life.
+  (budget: at most 15 ms more); with its spawn to ``ready``, its stop to reaped, its
+  CPU per life and its RSS at ``ready``.
 
 The other tree (``--other``) is a directory holding ``packages/*/src`` (a ``git archive``
 of the commit to compare with); its code runs through ``PYTHONPATH``, this environment's
@@ -43,19 +43,9 @@ _CPU = time.process_time()  # first: the worker's CPU up to its application's im
 if "BUDGET_CPU_FILE" in os.environ:  # the pool's own worker has none
     with open(os.environ["BUDGET_CPU_FILE"], "w") as f:
         f.write(repr(_CPU))
-
-class Idle:
-    def __init__(self, context):
-        self.context = context
-    def assert_ready(self):
-        pass
-    def receive(self):
-        self.context.wait_for_stop(None)
-
-def idle(context):
-    return Idle(context)
+from bench_app import idle
 """
-PARTS = ("to app", "ready", "stop", "life cpu")
+PARTS = ("to app", "ready", "stop", "life cpu", "rss")
 BARE = "import time; print(repr(time.process_time()))"
 
 
@@ -74,8 +64,17 @@ def _pin(root: Path) -> str:
     return f"{gen_id}:{document['fingerprint']}"
 
 
-def _launcher(root: Path, src: str | None) -> tuple[float, float, float, float]:
-    """(CPU to the application's import, spawn to ready, stop to reaped, CPU per life)."""
+def _rss(pid: int) -> float:
+    """Resident set size (``VmRSS``), MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS")
+
+
+def _launcher(root: Path, src: str | None) -> tuple[float, float, float, float, float]:
+    """(CPU to the application's import, spawn to ready, stop to reaped, CPU per life,
+    RSS at ready)."""
     from coretsia.supervisor.slots import LAUNCHER_CODE
     from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
 
@@ -99,6 +98,7 @@ def _launcher(root: Path, src: str | None) -> tuple[float, float, float, float]:
     if b'"ready"' not in frame:
         proc.kill()
         raise RuntimeError(f"no ready: {frame!r}")
+    rss = _rss(proc.pid)
     started = time.monotonic()
     os.close(stop_write)
     _, status, usage = os.wait4(proc.pid, 0)
@@ -107,7 +107,7 @@ def _launcher(root: Path, src: str | None) -> tuple[float, float, float, float]:
     ours.close()
     if proc.returncode != 0:
         raise RuntimeError(f"launcher exited {proc.returncode}")
-    return float(cpu_file.read_text()), ready, stopped, usage.ru_utime + usage.ru_stime
+    return float(cpu_file.read_text()), ready, stopped, usage.ru_utime + usage.ru_stime, rss
 
 
 def _bare_cpu() -> float:
@@ -121,11 +121,12 @@ def _timed(argv: list[str], src: str | None) -> float:
     return time.monotonic() - started
 
 
-def _summary(name: str, samples: list[float], unit: float = 1000) -> str:
+def _summary(name: str, samples: list[float]) -> str:
+    scale, unit = (1, "MiB") if name.endswith("rss") else (1000, "ms")
     q = statistics.quantiles(samples, n=4)
     return (
-        f"{name}: median {statistics.median(samples) * unit:.2f} ms "
-        f"(quartiles {q[0] * unit:.2f}-{q[2] * unit:.2f}, n={len(samples)})"
+        f"{name}: median {statistics.median(samples) * scale:.2f} {unit} "
+        f"(quartiles {q[0] * scale:.2f}-{q[2] * scale:.2f}, n={len(samples)})"
     )
 
 
@@ -139,6 +140,7 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="cw-budgets-"))
     (root / "coretsia.toml").write_text('[worker]\nworkers = 1\ntask_source = "budget_app:idle"\n')
     (root / "budget_app.py").write_text(APP)
+    shutil.copy(Path(__file__).parent / "bench_app.py", root / "bench_app.py")
     pool = subprocess.Popen(
         [CONSOLE, "start", "--root", str(root)], stdout=subprocess.PIPE, env=_env(None)
     )
