@@ -104,10 +104,10 @@ BOOT_MODULES: Final = (
     "importlib",
 )
 """Every module a worker's boot imports, before the application and after it (``json``,
-``re`` and the channel's frames with them: most of a worker's boot CPU, measured in
-``docs/performance.md``): imported once
-here, shared by every fork, so that a forked worker imports nothing but the application
-(a test holds the list to that). In the ``exec`` mode the launcher imports the frames only
+``re``, ``hashlib``, ``socket`` and the channel's frames with them: most of a worker's
+boot CPU, measured in ``docs/performance.md``): imported once here, shared by every
+fork, so that a forked worker imports nothing but the application (a test holds the
+list to that). In the ``exec`` mode the launcher imports the frames only
 once its parent-death watch is armed; here they cost nothing per worker. None of them
 does anything at import; the launcher's own test keeps trio, attrs, cattrs and psutil
 out of them."""
