@@ -5,7 +5,9 @@
 * an exec'd worker's CPU up to its application's import (``time.process_time()`` at the
   top of the task source's module), over a bare interpreter's at its first statement
   (budget: at most 15 ms more); with its spawn to ``ready``, its stop to reaped, its
-  CPU per life and its RSS at ``ready``.
+  CPU per life and its RSS at ``ready``;
+* with ``--pools R``: S1 and S2 at N = 64 and S3 (``bench/pool_bench``'s own pools and
+  scenarios), R rounds of one pool per tree, and their per-round differences.
 
 The other tree (``--other``) is a directory holding ``packages/*/src`` (a ``git archive``
 of the commit to compare with); its code runs through ``PYTHONPATH``, this environment's
@@ -15,7 +17,7 @@ per round, so that both see the same load::
 
     $ git archive <base> packages | tar -x -C /tmp/base
     $ .venv/bin/python -m compileall -q /tmp/base/packages packages  # bytecode first
-    $ .venv/bin/python bench/plain_budgets.py --other /tmp/base --rounds 40
+    $ .venv/bin/python bench/plain_budgets.py --other /tmp/base --rounds 40 --pools 12
 """
 
 from __future__ import annotations
@@ -130,10 +132,44 @@ def _summary(name: str, samples: list[float]) -> str:
     )
 
 
+def _pool_rounds(variants: dict[str, str | None], rounds: int) -> None:
+    """S1 and S2 (N = 64) and S3 per tree, alternating in a shuffled order per round."""
+    from harness.results import median
+    from pool_bench.lifecycle import recycle_gaps
+    from pool_bench.pools import STOP_N, running_pool
+
+    samples: dict[str, list[float]] = {}
+    try:
+        for _ in range(rounds):
+            order = list(variants.items())
+            random.shuffle(order)
+            for name, src in order:
+                os.environ.pop("PYTHONPATH", None)  # the pools' processes inherit it
+                if src:
+                    os.environ["PYTHONPATH"] = src
+                with running_pool(STOP_N) as (pool, started):
+                    stopped, left = pool.stop()
+                if left:
+                    raise RuntimeError(f"survivors after a stop: {left}")
+                samples.setdefault(f"S1 N=64 {name}", []).append(started)
+                samples.setdefault(f"S2 N=64 {name}", []).append(stopped)
+                samples.setdefault(f"S3 {name}", []).append(median(recycle_gaps(12)))
+    finally:
+        os.environ.pop("PYTHONPATH", None)
+    for key in sorted(samples):
+        print(_summary(key, samples[key]))
+    for scenario in ("S1 N=64", "S2 N=64", "S3"):
+        this, other = samples[f"{scenario} this"], samples[f"{scenario} other"]
+        diffs = [a - b for a, b in zip(this, other, strict=True)]
+        print(_summary(f"{scenario} this - other, paired", diffs)
+              + f", this slower in {sum(d > 0 for d in diffs)}")  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--other", type=Path, required=True, help="a tree with packages/*/src")
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--pools", type=int, default=0, help="rounds of S1, S2 and S3")
     args = parser.parse_args()
     other = ":".join(str(p) for p in sorted(args.other.glob("packages/*/src")))
     variants = {"this": None, "other": other}
@@ -187,6 +223,8 @@ def main() -> None:
             pool.kill()
             pool.wait()
         shutil.rmtree(root, ignore_errors=True)
+    if args.pools:
+        _pool_rounds(variants, args.pools)
 
 
 if __name__ == "__main__":
