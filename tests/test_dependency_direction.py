@@ -54,7 +54,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "sources": RUNTIME,
 }
 
-STDLIB = sys.stdlib_module_names | {"_sha2"}  # _sha2: Python 3.12's name for _sha256
+STDLIB = sys.stdlib_module_names
 
 
 def _sub_package_dirs() -> dict[str, Path]:

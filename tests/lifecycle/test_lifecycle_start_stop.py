@@ -32,6 +32,21 @@ RUNTIME_FILES = (
 )
 
 
+class TestCleanExit:
+    def test_joins_threads_then_runs_atexit_then_flushes(
+        self, root: Path, supervisors: Supervisors
+    ) -> None:
+        """A worker's clean exit (``worker.leave``) keeps what a program relies on at exit,
+        in the interpreter's order, though it skips the teardown: exec'd and forked alike."""
+        write_root(root, task_source="lifecycle_app:leaving", workers=1)
+        supervisor = supervisors(root)
+        supervisor.wait_running()
+        assert cli(root, "stop").returncode == 0
+        assert supervisor.finish() == 0
+        assert (root / "leaving-0.log").read_text() == "thread\natexit\n"
+        assert (root / "stdout-0.txt").read_text() == "buffered\n"
+
+
 class TestStartStatusStop:
     def test_full_lifecycle(self, root: Path, supervisors: Supervisors) -> None:
         """start, status, health and stop behave as the seed says, and nothing is left."""

@@ -245,6 +245,38 @@ def logged(ctx):
     return Logged(ctx)
 
 
+class Leaving(IdleSource):
+    """At the stop, leaves a non-daemon thread running, an atexit handler and unflushed
+    stdout: the worker's clean exit must join the thread, then run the handler, then flush."""
+
+    def assert_ready(self):
+        import atexit
+
+        sys.stdout = open(f"stdout-{self.ctx.slot}.txt", "w")  # noqa: SIM115 - the exit closes it
+        print("buffered")
+        atexit.register(_note, self.ctx.slot, "atexit")
+
+    def receive(self):
+        import threading
+
+        self.ctx.wait_for_stop(None)
+        threading.Thread(target=_late_note, args=(self.ctx.slot,)).start()
+
+
+def _late_note(slot):
+    time.sleep(0.2)  # the main thread is well into its exit by then
+    _note(slot, "thread")
+
+
+def _note(slot, event):
+    with open(f"leaving-{slot}.log", "a") as log:
+        log.write(event + "\n")
+
+
+def leaving(ctx):
+    return Leaving(ctx)
+
+
 def bad_hook():
     raise RuntimeError("hook saw /secret/path")
 

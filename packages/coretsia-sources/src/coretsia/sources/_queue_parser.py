@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from coretsia.sources._pg_names import DEFAULT_QUEUE, MAX_QUEUE_NAME, valid_queue_name
 from coretsia.sources._version import __version__
@@ -29,6 +29,14 @@ QUEUE_DESCRIPTION = (
     "Add work to a Coretsia queue (SQLite or PostgreSQL), show it, and handle failed messages."
 )
 _SQLITE = "sqlite:///"
+
+
+class _Subcommands(Protocol):
+    """What :func:`_command` uses of ``add_subparsers()``'s result (its class is private)."""
+
+    def add_parser(self, name: str, *, help: str, description: str) -> argparse.ArgumentParser: ...
+
+
 _POSTGRES = ("postgresql://", "postgres://")
 
 
@@ -167,7 +175,7 @@ def build_parser(
 
 
 def _command(
-    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    commands: _Subcommands,
     add_db: Callable[[argparse.ArgumentParser], None],
     name: str,
     summary: str,

@@ -17,6 +17,7 @@ import sys
 
 from coretsia.supervisor import output
 from coretsia.supervisor.platforms import UNTESTED, require_supported_platform
+from coretsia.supervisor.worker import leave  # before any atexit handler: see leave()
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.exceptions import (
     WorkerAlreadyRunningError,
@@ -178,9 +179,9 @@ def _plain_args(argv: Sequence[str]) -> Namespace | None:
 
     ``status``, ``health`` and ``stop`` are exec probes, and building the argparse parser
     (five parsers, each importing or consulting ``gettext``, ``locale`` and ``shutil``)
-    costs about 5 ms of a probe's 35. ``start`` pays it before it launches the guardian,
-    on the path to the first worker (7 ms of CPU here, 37.2 -> 29.9 ms for the CLI's
-    imports and its reading of ``start --root DIR``). Only the plain forms are read here:
+    is a measurable part of a probe, and of ``start`` before it launches the guardian, on
+    the path to the first worker (``docs/performance.md``, "The second round"). Only the
+    plain forms are read here:
     a command, then ``--root DIR`` or ``--root=DIR`` and, for a probe, ``--json``, each
     at most once, ``DIR`` neither empty nor starting with ``-``. Anything else (help, an
     abbreviation, ``start``'s other options, a mistake) goes to the real parser, which
@@ -221,8 +222,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     """
     code = int(_run(argv))
     if argv is None:
-        from coretsia.supervisor.worker import leave
-
         leave(code)
     sys.exit(code)
 

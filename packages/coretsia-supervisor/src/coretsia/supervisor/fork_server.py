@@ -1,13 +1,13 @@
 """The fork server of one generation (``[worker] spawn = "forkserver"``). Internal.
 
 The guardian starts it once per generation, a fresh interpreter like any worker, and then
-asks it for each worker instead of executing a new interpreter: a fork costs about a
-millisecond where an interpreter start costs tens. It imports the launcher's boot
-modules (:data:`BOOT_MODULES`; and the ``preload`` modules, if configured) and nothing
-else: never the application, the configuration or the supervisor process's modules.
-Each forked worker then runs exactly the launcher's artifact-only boot
-(:func:`coretsia.supervisor.launcher.main`), so a recycled worker is as fresh as the
-first: it is forked from this server, never from a used worker.
+asks it for each worker instead of executing a new interpreter: a fork costs a small
+part of an interpreter's start (``docs/performance.md``, "The fork server"). It imports
+the launcher's boot modules (:data:`BOOT_MODULES`; and the ``preload`` modules, if
+configured) and nothing else: never the application, the configuration or the
+supervisor process's modules. Each forked worker then runs exactly the launcher's
+artifact-only boot (:func:`coretsia.supervisor.launcher.main`), so a recycled worker is
+as fresh as the first: it is forked from this server, never from a used worker.
 
 Who owns the workers. The guardian stays their only reaper, as in the ``exec`` mode:
 each worker is born the guardian's child, forked with ``clone(CLONE_PARENT)``
@@ -104,9 +104,10 @@ BOOT_MODULES: Final = (
     "importlib",
 )
 """Every module a worker's boot imports, before the application and after it (``json``,
-``re`` and the channel's frames with them, some 25 ms of CPU a worker): imported once
-here, shared by every fork, so that a forked worker imports nothing but the application
-(a test holds the list to that). In the ``exec`` mode the launcher imports the frames only
+``re``, ``hashlib``, ``socket`` and the channel's frames with them: most of a worker's
+boot CPU, measured in ``docs/performance.md``): imported once here, shared by every
+fork, so that a forked worker imports nothing but the application (a test holds the
+list to that). In the ``exec`` mode the launcher imports the frames only
 once its parent-death watch is armed; here they cost nothing per worker. None of them
 does anything at import; the launcher's own test keeps trio, attrs, cattrs and psutil
 out of them."""
@@ -134,6 +135,10 @@ def main() -> None:
     gc.freeze()
     try:
         _serve(channel, os.getppid(), sibling)
+    except SystemExit as leaving:  # only ever a forked worker's launcher leaving
+        from coretsia.supervisor.worker import leave  # imported by the launcher already
+
+        leave(leaving.code if isinstance(leaving.code, int) else 1)
     except OSError:  # the guardian is gone (the reply could not be sent)
         os._exit(0)
     except BaseException:  # noqa: BLE001 - a bug: exit as refused, without a traceback
@@ -179,13 +184,11 @@ def _serve_request(
     if request is None:
         os._exit(2)  # no tag to answer: the guardian broke the contract
     tag, argv = request
-    try:
-        forked = (
-            _start(tag, argv, fds, channel, parent, sibling) if len(fds) == REQUEST_FDS else None
-        )
-    finally:
-        for fd in fds:
-            os.close(fd)
+    # Not ``try``/``finally``: a forked worker leaves through here (``SystemExit``), and
+    # its descriptors are its own; an exception in the server ends the server (main).
+    forked = _start(tag, argv, fds, channel, parent, sibling) if len(fds) == REQUEST_FDS else None
+    for fd in fds:
+        os.close(fd)
     if forked is None:
         channel.sendall(done(tag))
     else:
@@ -265,10 +268,12 @@ def _intermediate(
     """Fork the worker and exit: the worker is re-parented to the guardian."""
     try:
         gone = os.pidfd_open(os.getpid())
-        if os.fork() == 0:
-            _worker(tag, argv, fds, channel, parent, telling, gone)
-    finally:
+        worker = os.fork() == 0
+    except BaseException:  # noqa: BLE001 - no worker: the server's pipe tells the guardian
         os._exit(0)
+    if not worker:
+        os._exit(0)
+    _worker(tag, argv, fds, channel, parent, telling, gone)
 
 
 def _worker(
@@ -285,9 +290,10 @@ def _worker(
 
     ``gone``: a pidfd of the intermediate, which reads ready once it exited (the worker
     is the guardian's from then on); None when the worker was born the guardian's. The
-    launcher leaves through ``os._exit`` or ``SystemExit``; whatever else escapes (this
-    process is a fork of the server: nothing may unwind into the server's loop) ends it
-    with status 1.
+    launcher leaves through ``SystemExit``, which goes up through the server's frames
+    (none of them catches it or cleans up in ``finally``) to :func:`main`, and from there
+    to the interpreter's exit, as after exec; whatever else escapes ends it with status 1
+    there.
     """
     try:
         os.setsid()  # before the pid is told: the guardian signals the worker's group
@@ -302,13 +308,9 @@ def _worker(
         _descriptors(fds)
         _fresh(argv, parent)
         from coretsia.supervisor.launcher import main as launch
-        from coretsia.supervisor.worker import leave
-
-        launch()
-    except SystemExit as leaving:
-        leave(leaving.code if isinstance(leaving.code, int) else 1)
-    finally:
+    except BaseException:  # noqa: BLE001 - nothing may unwind into the server's loop
         os._exit(1)
+    launch()
 
 
 def _descriptors(fds: list[int]) -> None:

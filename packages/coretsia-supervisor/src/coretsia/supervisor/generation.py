@@ -26,7 +26,7 @@ Writer and readers are split on purpose:
   renames the directory into place (a generation appears whole or not at all), then swaps
   ``current`` with a temp-file-and-rename, then removes every other generation.
 * :func:`load_current_generation` runs on every worker's boot path. It imports only
-  :mod:`os`, CPython's built-in SHA-256, the tiny
+  :mod:`os`, :mod:`hashlib`, the tiny
   :mod:`~coretsia.worker_protocol.trusted_paths` and the protocol's codec, which the
   worker channel loads anyway (interpreter start-up dominates pool start and recycle),
   decodes the file once into the record, never writes, never scans for a newest
@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
+from hashlib import sha256
 
 from coretsia.supervisor.generation_spec import GenerationSpec
 from coretsia.worker_protocol import _strict as s
@@ -61,25 +61,6 @@ from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
 from coretsia.worker_protocol.paths import is_safe_relative_path
 from coretsia.worker_protocol.records import field
 from coretsia.worker_protocol.trusted_paths import is_trusted
-
-# Not ``from typing import TYPE_CHECKING``: this module is on the worker boot path, and
-# type checkers honour a module-level ``TYPE_CHECKING`` all the same.
-TYPE_CHECKING = False
-
-# The built-in SHA-256, not hashlib's: hashlib loads OpenSSL's libcrypto, about 3.5 MiB
-# of resident memory and 2 ms in every worker, for one digest of a few hundred bytes.
-# Same digest, same interface (which is what type checkers are shown); hashlib only
-# where CPython was built without its own.
-if TYPE_CHECKING:
-    from hashlib import sha256 as _sha256
-else:
-    try:
-        if sys.version_info >= (3, 12):
-            from _sha2 import sha256 as _sha256
-        else:
-            from _sha256 import sha256 as _sha256
-    except ImportError:  # pragma: no cover - a CPython configured without its SHA-256
-        from hashlib import sha256 as _sha256
 
 GENERATION_VERSION = 2
 """The version of ``generation.json``; a worker refuses any other (2: the typed spec)."""
@@ -138,7 +119,7 @@ _NOT_JSON = frozenset(
 
 def fingerprint(spec: GenerationSpec) -> str:
     """SHA-256 (lowercase hex) of the deterministic encoding of ``spec``."""
-    return _sha256(s.dumps(_SPEC.write(spec, "$.spec"))).hexdigest()
+    return sha256(s.dumps(_SPEC.write(spec, "$.spec"))).hexdigest()
 
 
 def is_generation_id(name: str) -> bool:

@@ -77,10 +77,11 @@ A task raising ``Exception`` is settled with ``fail``; anything else escaping ap
 code (``SystemExit``, ``KeyboardInterrupt``) ends the worker with status 1 and
 ``worker-child-start-failed`` before readiness or ``worker-lifecycle-failed`` after it.
 A signal ends it with the signal's status, as for any process. A clean exit (status 0)
-leaves like a multiprocessing child (:func:`~coretsia.supervisor.worker.leave`): non-daemon threads
-are joined and atexit handlers run (so a thread the application left running delays it;
-the guardian's SIGTERM and SIGKILL phases still bound it), stdout and stderr are flushed,
-and the interpreter's final teardown is skipped. Other exits are ordinary interpreter exits.
+goes through :func:`~coretsia.supervisor.worker.leave`: non-daemon threads are joined and
+atexit handlers run (so a thread the application left running delays it; the guardian's
+SIGTERM and SIGKILL phases still bound it), stdout and stderr are flushed, and the
+interpreter's final teardown is skipped. Other exits are ordinary interpreter exits
+(a fork server's worker skips the teardown on every exit: its heap is the server's).
 
 The launcher itself writes nothing to stdout or stderr (seed 000: the supervisor maps the
 exit; raw messages may carry configuration or payloads). With ``debug = true`` in the
@@ -107,11 +108,14 @@ from coretsia.worker_protocol.parent_watch import arm_parent_death, parent_match
 TYPE_CHECKING = False
 
 if TYPE_CHECKING:
+    from typing import NoReturn
+
     from coretsia.supervisor.worker.channel import Reporter
 
 
-def main() -> None:
-    """Run one worker; exits with 0, 1 or 2 (see the module docstring)."""
+def main() -> NoReturn:
+    """Run one worker; exits with 0, 1 or 2 (see the module docstring), always through
+    :class:`SystemExit`."""
     armed = arm_parent_death()  # first: the parent may die at any moment from now on
     # ``python -c``, ``-m`` or a console script put the working directory (or a script's
     # directory) first on sys.path. The application's import path is app_path, whatever

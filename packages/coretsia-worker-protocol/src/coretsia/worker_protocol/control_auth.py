@@ -25,16 +25,15 @@ sealed. The client's ``hello`` opens the transcript with its fresh nonce, the se
   substitution, and a cut before the terminal answer is a failure, as before.
 
 The conversation (:mod:`~coretsia.worker_protocol.control_conversation`) decides when to
-seal and when to verify; this module only keeps the transcript and computes MACs.
-The HMAC (RFC 2104) is computed here over the interpreter's built-in SHA-256 module: the
-``status`` probe pays every import, and ``hmac``/``hashlib`` load OpenSSL's ``_hashlib``
-(about 3 ms a process here) for two MACs of a few hundred bytes. The tests check it
-against :func:`hmac.new` byte for byte.
+seal and when to verify; this module only keeps the transcript and computes MACs, with
+the standard library's :mod:`hmac` (what it costs a ``status`` probe is measured in
+``docs/performance.md``, "Plain over clever").
 """
 
 from __future__ import annotations
 
 import enum
+import hmac
 import os
 
 from coretsia.worker_protocol.control import CONTROL_VERSION
@@ -44,11 +43,7 @@ from coretsia.worker_protocol.vocabulary import NONCE_HEX_LEN, Transport
 # importing typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Final, Protocol
-
-    class _Hash(Protocol):
-        def digest(self) -> bytes: ...
+    from typing import Final
 
 
 _LABEL: Final = f"coretsia-control-v{CONTROL_VERSION}\0".encode()
@@ -62,7 +57,12 @@ class Role(str, enum.Enum):
 
 
 def fresh_nonce() -> str:
-    """256 bits from the kernel's random source (``os.urandom``: nothing to import)."""
+    """256 bits from the kernel's random source, as lowercase hexadecimal.
+
+    :func:`os.urandom` is what :func:`secrets.token_bytes` returns; importing
+    :mod:`secrets` (and :mod:`random` with it) would add to every probe what
+    ``docs/performance.md`` ("Plain over clever") measures, for nothing more.
+    """
     return os.urandom(NONCE_HEX_LEN // 2).hex()
 
 
@@ -87,36 +87,8 @@ class Transcript:
     def mac(self, role: Role) -> str:
         """The MAC ``role`` seals the transcript so far with."""
         message = b"".join((_LABEL, role.value.encode(), self._endpoint, self._frames))
-        return hmac_sha256(self._key, message).hex()
+        return hmac.digest(self._key, message, "sha256").hex()
 
     def verify(self, role: Role, mac: str) -> bool:
         """Whether ``mac`` is ``role``'s over the transcript so far (constant time)."""
-        from _operator import _compare_digest  # hmac.compare_digest itself, without hmac
-
-        return _compare_digest(self.mac(role).encode(), mac.encode())
-
-
-_BLOCK: Final = 64  # SHA-256's block size in bytes
-
-
-def hmac_sha256(key: bytes, message: bytes) -> bytes:
-    """HMAC-SHA256 (RFC 2104) over the built-in SHA-256, OpenSSL's where there is none."""
-    sha256 = _sha256()
-    if len(key) > _BLOCK:
-        key = sha256(key).digest()
-    key = key.ljust(_BLOCK, b"\0")
-    inner = sha256(bytes(b ^ 0x36 for b in key) + message).digest()
-    return sha256(bytes(b ^ 0x5C for b in key) + inner).digest()
-
-
-def _sha256() -> Callable[[bytes], _Hash]:
-    for name in ("_sha256", "_sha2"):  # Python 3.10 and 3.11; 3.12 and later
-        try:
-            module = __import__(name)
-        except ImportError:
-            continue
-        sha256: Callable[[bytes], _Hash] = module.sha256
-        return sha256
-    import hashlib  # an interpreter built without them: OpenSSL's
-
-    return hashlib.sha256
+        return hmac.compare_digest(self.mac(role).encode(), mac.encode())

@@ -34,9 +34,9 @@ its pool once: a second ``start`` after a run raises :class:`RegistrationClosedE
 
 from __future__ import annotations
 
-import _thread
 import os
 import sys
+import threading
 
 from coretsia.supervisor.process.errors import (
     NestedPoolError,
@@ -63,7 +63,7 @@ __all__ = ["Runtime", "running_loop"]
 
 _MAIN = "__main__"
 
-_ONE_POOL = _thread.allocate_lock()
+_ONE_POOL = threading.Lock()
 """Held while a pool runs in this process, whichever manager and form runs it."""
 
 
@@ -71,14 +71,14 @@ class Runtime:
     """One manager's pool lifecycle: created with the manager, in its creator process.
 
     Also created in every entry worker that re-imports a module-level manager (for
-    ``manager.stop()`` there), so it imports nothing at load time but what a worker has
-    anyway: ``logging``, ``threading`` and ``pathlib`` come with ``start``.
+    ``manager.stop()`` there), so it imports little at load time (``threading`` for its
+    locks); ``logging`` and ``pathlib`` come with ``start``.
     """
 
     def __init__(self, root: str | os.PathLike[str] | None) -> None:
         self.creator_pid = os.getpid()
         self.root = root
-        self._lock = _thread.allocate_lock()
+        self._lock = threading.Lock()
         self._cancelled = False
         self._finished = False
         self._supervisor: Supervisor | None = None
@@ -92,8 +92,6 @@ class Runtime:
     def start(self, registry: Registry) -> None:
         """Run the pool until it stops (see the module docstring); raise its failure."""
         self.admit(registry)
-        import threading
-
         if threading.current_thread() is not threading.main_thread() or running_loop():
             raise WorkerStartFailedError(Reason.SIGNAL_HANDLING_UNAVAILABLE)
         if self.claim(registry):

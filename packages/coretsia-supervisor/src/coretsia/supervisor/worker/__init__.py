@@ -18,6 +18,7 @@ parent-death watch is checked: nothing but the standard library's builtins at lo
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 
@@ -86,29 +87,47 @@ def source_failure(error: Exception, reason_name: str) -> WorkerExit:
     return failure(reason_name)
 
 
-def leave(code: int) -> NoReturn:
-    """Exit with ``code`` the way a ``multiprocessing`` child leaves: no final teardown.
+_leaving: int | None = None
+"""The status :func:`leave` exits with; None: an ordinary exit, with the whole teardown."""
 
-    A stop of N workers is N interpreter exits sharing the machine's cores, and a stop of
-    the pool is over only when the supervisor has exited too: most of each exit is
-    clearing modules and collecting objects nobody will look at again (10-40 ms for a
-    supervisor that imported trio, cattrs and psutil). What a program may rely on at exit
-    still happens: non-daemon threads are joined, ``atexit`` handlers run (logging's
-    flush, an OpenTelemetry exporter's), stdout and stderr are flushed. Other buffered
-    files left open are not finalised: close them.
 
-    Only for processes nothing else shares: a worker, and the ``coretsia-supervisor``
-    command. Never for a supervisor run in-process by an application (``ProcessManager``).
+def _end_after_leave() -> None:
+    """After :func:`leave`, the last ``atexit`` handler: flush stdout and stderr and end
+    the process there, before the interpreter clears its modules and collects its heap.
+
+    Registered when this module is first imported. The launcher and the
+    ``coretsia-supervisor`` command import it before anything else that registers a
+    handler, and handlers run last registered first: every other one has run by now.
     """
-    threading = sys.modules.get("threading")
-    if threading is not None:
-        threading._shutdown()  # what the interpreter's exit would do first
-    import atexit
-
-    atexit._run_exitfuncs()
+    if _leaving is None:
+        return
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError):
             pass  # closed or broken: nothing more can be said on it
-    os._exit(code)
+    os._exit(_leaving)
+
+
+atexit.register(_end_after_leave)
+
+
+def leave(code: int) -> NoReturn:
+    """Exit with ``code`` as any program exits, minus the interpreter's final teardown.
+
+    What a program may rely on at exit happens as usual: non-daemon threads are joined,
+    ``atexit`` handlers run (logging's flush, an OpenTelemetry exporter's), stdout and
+    stderr are flushed. Then :func:`_end_after_leave` skips clearing the modules and
+    collecting objects nobody will look at again: a stop of N workers is N exits sharing
+    the machine's cores, and a stop is over only when the supervisor has exited too
+    (measured in ``docs/performance.md``, "Plain over clever"). Other buffered files left
+    open are not finalised: close them.
+
+    Raises :class:`SystemExit`: call it only where nothing but the interpreter's exit
+    catches that (the launcher's and the command's ``main``), and only for processes
+    nothing else shares. Never for a supervisor run in-process by an application
+    (``ProcessManager``).
+    """
+    global _leaving
+    _leaving = code
+    raise SystemExit(code)

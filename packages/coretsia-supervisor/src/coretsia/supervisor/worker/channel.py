@@ -6,10 +6,6 @@ The rules (one ``ready``, ``retiring`` once, ``retire`` only in answer) are the 
 :class:`Retirement` feeds it what the supervisor sent; neither holds a rule of its own.
 Both share one conversation, so the grant is only ever read for a request that went.
 
-The channel is the C-level ``_socket`` type, not :mod:`socket`: a worker needs no more
-than ``sendall`` and ``recv``, and :mod:`socket` with :mod:`selectors` is about 0.5 MiB
-of every worker's memory.
-
 With the heartbeat on (:mod:`.heartbeat`), a second thread sends frames too: from then on
 every frame goes out whole under one lock, so two frames never interleave on the wire,
 and the channel is closed under it, so a beat never writes into a descriptor number
@@ -20,30 +16,28 @@ from __future__ import annotations
 
 import os
 import select
+import socket
 import sys
 
 from coretsia.supervisor.worker import EXIT_CONTRACT, WorkerExit, failure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import _socket
-    from _thread import LockType
+    import threading
     from collections.abc import Callable
 
     from coretsia.worker_protocol.catalogue import Reason
     from coretsia.worker_protocol.worker_channel import WorkerFrame
 
 
-def open_channel(fd: int) -> _socket.socket:
+def open_channel(fd: int) -> socket.socket:
     """Adopt the inherited channel; anything but a stream UNIX socket is ``WorkerExit(2)``."""
-    import _socket
-
     try:
-        channel = _socket.socket(fileno=fd)  # family and type read from the descriptor
+        channel = socket.socket(fileno=fd)  # family and type read from the descriptor
     except OSError:
         raise WorkerExit(EXIT_CONTRACT) from None
-    family = getattr(_socket, "AF_UNIX", None)
-    if channel.family != family or channel.type != _socket.SOCK_STREAM:
+    family = getattr(socket, "AF_UNIX", None)
+    if channel.family != family or channel.type != socket.SOCK_STREAM:
         channel.close()
         raise WorkerExit(EXIT_CONTRACT)
     channel.settimeout(None)  # blocking: frames are tiny and the peer reads them
@@ -84,9 +78,7 @@ class Reporter:
         "lock",
     )
 
-    def __init__(self, channel: _socket.socket) -> None:
-        import _socket
-
+    def __init__(self, channel: socket.socket) -> None:
         from coretsia.worker_protocol.worker_conversation import WorkerConversation
 
         self.channel = channel
@@ -94,10 +86,10 @@ class Reporter:
         self.debug = False
         self.heartbeat_timeout_ms = 0
         """The generation's: after ``ready``, beat every third of it; 0: never."""
-        self.lock: LockType | _Unlocked = _UNLOCKED
+        self.lock: threading.Lock | _Unlocked = _UNLOCKED
         """Held around each frame and the close once a second thread sends (heartbeat)."""
         self._closed = False
-        self._flags: int = getattr(_socket, "MSG_NOSIGNAL", 0)
+        self._flags: int = getattr(socket, "MSG_NOSIGNAL", 0)
 
     @property
     def ready(self) -> bool:
@@ -125,9 +117,9 @@ class Reporter:
             os.register_at_fork(after_in_child=self._lock_sends)
 
     def _lock_sends(self) -> None:
-        import _thread
+        import threading  # only once a second thread sends (the heartbeat's)
 
-        self.lock = _thread.allocate_lock()
+        self.lock = threading.Lock()
 
     def send(self, frame: WorkerFrame) -> bool:
         """Send ``frame`` if the conversation allows it; False once nobody listens."""

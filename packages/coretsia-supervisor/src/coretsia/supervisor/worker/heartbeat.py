@@ -19,9 +19,8 @@ Why a thread, and not a timer in the worker's waits or an interval-timer signal:
 * A thread beats while the main thread waits, runs Python or runs C that releases the
   GIL, and stops with the process: ``SIGSTOP``, a frozen cgroup, a machine starved of CPU
   all silence it, which is what the supervisor watches for. It costs one thread (a few
-  tens of KiB resident) and a wake-up per interval; it is built on ``_thread``, which
-  every interpreter has loaded at start, not on ``threading`` (about 3 ms more on each
-  worker boot).
+  tens of KiB resident) and a wake-up per interval. It is a daemon thread: a worker's
+  exit never waits for it.
 
 Frames never interleave: the :class:`~coretsia.supervisor.worker.channel.Reporter` sends
 every frame, and closes the channel, under one lock from the moment this thread exists.
@@ -37,8 +36,8 @@ timeout (an extension that never releases it) does stop the beats.
 
 from __future__ import annotations
 
-import _thread
 import signal
+import threading
 import time
 
 TYPE_CHECKING = False
@@ -60,7 +59,7 @@ def start_quiet_thread(function: Callable[..., None], *args: object) -> None:
     """Run ``function(*args)`` on a new thread that blocks every signal (see above)."""
     blocked = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())  # inherited
     try:
-        _thread.start_new_thread(function, args)
+        threading.Thread(target=function, args=args, daemon=True).start()
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
