@@ -62,7 +62,9 @@ def test_a_stopped_worker_fails_health_until_it_continues(
     write_root(root, heartbeat_timeout_ms=TIMEOUT_MS)
     supervisor = supervisors.running(root)
     workers = supervisor.workers()
-    assert [worker.num_threads() for worker in workers] == [2, 2]  # main + heartbeat
+    # Main + heartbeat: the heartbeat's thread starts right after ``ready`` went, so a
+    # worker may still be starting it when the pool reports running.
+    wait_for(lambda: [worker.num_threads() for worker in workers] == [2, 2], SLACK_S)
     hung = workers[0]
     slot = _slot_of(hung)
     _until_health(root, HEALTHY, SLACK_S)
