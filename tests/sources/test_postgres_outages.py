@@ -295,8 +295,10 @@ def test_an_outage_past_reconnect_timeout_fails_the_pool_as_before(
 ) -> None:
     root = configure(short_root, own_pg_dsn, reconnect_timeout_ms=1000)
     pool = supervisors.running(root)
-    own_pg_server.stop()
+    # From before the stop: the workers lose their connections while it runs, and that is
+    # when their reconnect_timeout_ms starts, so no sooner than a second after this.
     down = time.monotonic()
+    own_pg_server.stop()
     assert_failed(
         pool,
         root,
