@@ -37,6 +37,8 @@ from coretsia.worker_protocol.lifecycle import FENCE_PATH, LOCATOR_PATH
 STOP_MS = 1000
 FORCE_KILL_MS = 500
 BUDGET_S = (STOP_MS + 2 * FORCE_KILL_MS) / 1000
+CLEANUP_STOP_MS = 4000
+"""A killed generation's cleanup long enough for another start to surely meet it."""
 EVERY_CONTAINMENT = True
 """Each test runs at every containment level the machine offers (see the conftest)."""
 
@@ -49,7 +51,8 @@ RUNTIME_FILES = (LOCATOR_PATH, "var/tmp/worker.sock", STATE_PATH)
 
 
 def _configure(root: Path, **worker: Any) -> None:
-    write_root(root, stop_timeout_ms=STOP_MS, force_kill_timeout_ms=FORCE_KILL_MS, **worker)
+    budgets = {"stop_timeout_ms": STOP_MS, "force_kill_timeout_ms": FORCE_KILL_MS}
+    write_root(root, **{**budgets, **worker})
 
 
 def _state(root: Path) -> dict[str, object]:
@@ -71,9 +74,9 @@ def _kill(proc: psutil.Process | Supervisor) -> float:
     return killed_at
 
 
-def _assert_contained(root: Path, killed_at: float) -> None:
+def _assert_contained(root: Path, killed_at: float, budget_s: float = BUDGET_S) -> None:
     """By the budgets plus the slack after the kill: no process of the root, lock and fence free."""
-    deadline = killed_at + BUDGET_S + SLACK_S
+    deadline = killed_at + budget_s + SLACK_S
     assert wait_gone(root, deadline - time.monotonic()) == []
     wait_for(lambda: _free(root), max(0.0, deadline - time.monotonic()))
 
@@ -126,15 +129,20 @@ class TestSupervisorDeath:
     def test_start_during_cleanup_fails_fast_then_succeeds(
         self, root: Path, supervisors: Supervisors
     ) -> None:
-        """A start while the guardian cleans up is refused; once the lock is free it works."""
-        _configure(root, task_source="lifecycle_app:stubborn")
+        """A start while the guardian cleans up is refused; once the lock is free it works.
+
+        The cleanup is made long (a stop budget of 4 s the stubborn tasks use up) so that
+        the second start surely comes during it, even on a loaded machine, where starting
+        an interpreter can take longer than the usual 1.5 s drain."""
+        _configure(root, task_source="lifecycle_app:stubborn", stop_timeout_ms=CLEANUP_STOP_MS)
         supervisor = supervisors(root)
         supervisor.wait_running()
         killed_at = _kill(supervisor)
         early = supervisors(root)
         assert early.finish() == 1
         assert early.error == "CORETSIA_WORKER_ALREADY_RUNNING: worker-already-running"
-        _assert_contained(root, killed_at)
+        _assert_contained(root, killed_at, (CLEANUP_STOP_MS + 2 * FORCE_KILL_MS) / 1000)
+        _configure(root, task_source="lifecycle_app:stubborn")  # the usual budgets again
         again = supervisors(root)
         again.wait_running()
         # The stale state file of the killed pool was replaced, not merely left alone.
