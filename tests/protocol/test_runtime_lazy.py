@@ -22,7 +22,7 @@ def package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleT
     (directory / "__init__.py").write_text(
         textwrap.dedent(
             """
-            from coretsia.worker_protocol.internal.runtime.lazy import lazy_dir, lazy_getattr
+            from coretsia.worker_protocol._lazy import lazy_dir, lazy_getattr
 
             HOMES = {"parts.heavy": ("Thing",)}
 
@@ -88,7 +88,7 @@ def test_the_helper_costs_the_hot_paths_nothing() -> None:
         "import sys\n"
         "import coretsia.worker_protocol.framing, coretsia.supervisor.launcher\n"
         "import coretsia.supervisor.process.errors\n"
-        "print('coretsia.worker_protocol.internal.runtime.lazy' in sys.modules)\n"
+        "print('coretsia.worker_protocol._lazy' in sys.modules)\n"
         "coretsia.worker_protocol.Need, coretsia.supervisor.process.ProcessError\n"
         "print(sorted(m for m in ('typing', 'importlib') if m in sys.modules))\n"
     )

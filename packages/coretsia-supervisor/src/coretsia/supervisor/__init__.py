@@ -26,6 +26,6 @@ _HOMES = {
 def __getattr__(name: str) -> object:
     # Imported here, as in every lazy package; in this one it also matters to the wheel's
     # build hook (hatch_build.py), which imports the package with only hatchling installed.
-    from coretsia.worker_protocol.internal.runtime.lazy import lazy_getattr
+    from coretsia.worker_protocol._lazy import lazy_getattr
 
     return lazy_getattr(__name__, name, _HOMES)

@@ -155,12 +155,12 @@ __all__ = sorted(name for names in _HOMES.values() for name in names)
 
 
 def __getattr__(name: str) -> object:
-    from coretsia.worker_protocol.internal.runtime.lazy import lazy_getattr
+    from coretsia.worker_protocol._lazy import lazy_getattr
 
     return lazy_getattr(__name__, name, _HOMES)
 
 
 def __dir__() -> list[str]:
-    from coretsia.worker_protocol.internal.runtime.lazy import lazy_dir
+    from coretsia.worker_protocol._lazy import lazy_dir
 
     return lazy_dir(__name__, _HOMES)
