@@ -222,9 +222,11 @@ def build(session: nox.Session) -> None:
             # wheel's declared extras (the protocol's `runtime` channel needs trio): an
             # import of a package the wheel does not declare fails here, not in production.
             check = (
-                f"import importlib, pkgutil, coretsia.{sub} as p, coretsia.{sub}._version as v\n"
-                f"assert v.__version__ == {VERSION!r}, v.__version__\n"
+                f"import importlib, pkgutil, coretsia.{sub} as p\n"
                 "names = [m.name for m in pkgutil.walk_packages(p.__path__, p.__name__ + '.')]\n"
+                "(home,) = [name for name in names if name.endswith('._version')]\n"
+                "v = importlib.import_module(home)\n"
+                f"assert v.__version__ == {VERSION!r}, v.__version__\n"
                 "skip = ('.__main__', '._windows')\n"
                 "for name in names:\n"
                 "    if not name.endswith(skip): importlib.import_module(name)\n"

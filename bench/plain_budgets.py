@@ -77,7 +77,7 @@ def _rss(pid: int) -> float:
 def _launcher(root: Path, src: str | None) -> tuple[float, float, float, float, float]:
     """(CPU to the application's import, spawn to ready, stop to reaped, CPU per life,
     RSS at ready)."""
-    from coretsia.supervisor.slots import LAUNCHER_CODE
+    from coretsia.supervisor.daemon.slots import LAUNCHER_CODE
     from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
 
     ours, theirs = socket.socketpair()

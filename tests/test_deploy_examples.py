@@ -22,9 +22,9 @@ import pytest
 from kubernetes_validate.utils import resources_from_file
 
 from coretsia.supervisor.config import Budgets
-from coretsia.supervisor.guardian_events import RELEASE_TIMEOUT_S
-from coretsia.supervisor.guardian_link import EXIT_TIMEOUT_S
-from coretsia.supervisor.supervisor import SHUTDOWN_SLACK_S
+from coretsia.supervisor.daemon.guardian_events import RELEASE_TIMEOUT_S
+from coretsia.supervisor.daemon.guardian_link import EXIT_TIMEOUT_S
+from coretsia.supervisor.daemon.supervisor import SHUTDOWN_SLACK_S
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "docs" / "deploy"

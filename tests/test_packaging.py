@@ -76,14 +76,19 @@ def test_version_file_is_a_plain_version() -> None:
 
 @pytest.mark.parametrize("member", sorted(MEMBERS))
 def test_distribution_version_is_VERSION(member: str) -> None:
-    """Each distribution's version (from its _version.py, via hatch) equals VERSION."""
+    """Each distribution's version (from its one _version.py, via hatch) equals VERSION.
+
+    The file sits in the distribution's package or, where other sub-packages import it
+    (the supervisor's), in the sub-package at the bottom of its layers.
+    """
     project = _pyproject(member)
     sub = _sub_package(member)
-    expected_path = f"src/coretsia/{sub}/_version.py"
+    (version_file,) = (MEMBERS[member] / "src" / "coretsia" / sub).rglob("_version.py")
     assert project["project"]["name"] == member
     assert project["project"].get("dynamic") == ["version"]
-    assert project["tool"]["hatch"]["version"]["path"] == expected_path
-    assert _version_file_value(MEMBERS[member] / expected_path) == VERSION
+    path = project["tool"]["hatch"]["version"]["path"]
+    assert MEMBERS[member] / path == version_file
+    assert _version_file_value(version_file) == VERSION
 
 
 @pytest.mark.parametrize("member", sorted(MEMBERS))

@@ -129,7 +129,9 @@ class Runner:
         if len(guardians) != 1:
             raise CheckFailed("guardian-missing")
         workers = [
-            p for p in seen if p.runs("from coretsia.supervisor.launcher import main; main()")
+            p
+            for p in seen
+            if p.runs("from coretsia.supervisor.worker_side.launcher import main; main()")
         ]
         if len(workers) != self.pool.workers:
             raise CheckFailed("workers-missing")

@@ -107,7 +107,7 @@ def _launcher_once(root: Path) -> tuple[float, float, float]:
 
     (spawn to its ``ready`` frame, stop-pipe close to reaped, its CPU seconds), seconds.
     """
-    from coretsia.supervisor.slots import LAUNCHER_CODE  # the command workers run
+    from coretsia.supervisor.daemon.slots import LAUNCHER_CODE  # the command workers run
     from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
 
     ours, theirs = socket.socketpair()

@@ -115,7 +115,7 @@ class Pool:
         return descendants_named(self.supervisor, needle)
 
     def workers(self) -> list[psutil.Process]:
-        return self._named("coretsia.supervisor.launcher")
+        return self._named("coretsia.supervisor.worker_side.launcher")
 
     def guardian(self) -> psutil.Process:
         (guardian,) = self._named("coretsia.guardian --channel-fd")

@@ -35,10 +35,10 @@ class _MemorySource:
 
 def scenario_task_loop(results: Results, runs: int, count: int = 200_000) -> None:
     """S7: per-task overhead of run_unit and work() against a bare loop."""
-    from coretsia.supervisor.stop_signal import StopSignal
-    from coretsia.supervisor.worker.channel import Reporter, Retirement
-    from coretsia.supervisor.worker.loop import Hooks, run_unit, work
-    from coretsia.supervisor.worker.tasks import SourceContext
+    from coretsia.supervisor.worker_side.channel import Reporter, Retirement
+    from coretsia.supervisor.worker_side.stop_signal import StopSignal
+    from coretsia.supervisor.worker_side.task_loop import Hooks, run_unit, work
+    from coretsia.supervisor.worker_side.task_worker import SourceContext
 
     hooks = Hooks()
     task = NoopTask()
@@ -113,7 +113,7 @@ def _sdk_telemetry() -> Any:
         )
     except ImportError:
         return None
-    from coretsia.supervisor.telemetry import Telemetry
+    from coretsia.supervisor.shared.telemetry import Telemetry
 
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))

@@ -24,7 +24,7 @@ from harness.processes import alive, descendants_named, processes_in
 
 BIN = Path(sys.executable).parent
 SUPERVISOR = str(BIN / "coretsia-supervisor")
-LAUNCHER = "coretsia.supervisor.launcher"
+LAUNCHER = "coretsia.supervisor.worker_side.launcher"
 DEADLINE_S = 300.0
 """Bound on any single wait (a whole drain included)."""
 POLL_S = 0.05

@@ -27,8 +27,8 @@ class ManpageBuildHook(BuildHookInterface):  # type: ignore[type-arg]
 
         sys.path.insert(0, str(Path(self.root) / "src"))
         try:
-            from coretsia.supervisor._version import __version__
             from coretsia.supervisor.parser import DESCRIPTION, build_parser
+            from coretsia.supervisor.shared._version import __version__
         finally:
             sys.path.pop(0)
         page = Manpage(

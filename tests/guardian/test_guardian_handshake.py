@@ -16,7 +16,7 @@ from peers import FramedPeer
 from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, quick_and_slow_workers, signals_sent, site_env
 
 from coretsia.guardian._version import __version__
-from coretsia.supervisor.drivers import FORK_SERVER_CODE
+from coretsia.supervisor.daemon.drivers import FORK_SERVER_CODE
 from coretsia.worker_protocol import lock
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.internal.guardian import (
@@ -390,8 +390,8 @@ PIPELINE_LOG_ENV = "CORETSIA_TEST_PIPELINE_LOG"
 
 WATCHED_FORK_SERVER = """
 import os, sys, time
-if any("coretsia.supervisor.fork_server" in arg for arg in sys.orig_argv):
-    import coretsia.supervisor.fork_server as server
+if any("coretsia.supervisor.worker_side.fork_server" in arg for arg in sys.orig_argv):
+    import coretsia.supervisor.worker_side.fork_server as server
 
     log = os.environ["CORETSIA_TEST_PIPELINE_LOG"]
     start, worker, fresh = server._start, server._worker, server._fresh
@@ -463,9 +463,9 @@ import sys
 if "coretsia.guardian" in sys.orig_argv:
     import coretsia.guardian.fork_server_backend as backend
     backend.REPLY_TIMEOUT_S = 0.5
-elif any("coretsia.supervisor.fork_server" in arg for arg in sys.orig_argv):
+elif any("coretsia.supervisor.worker_side.fork_server" in arg for arg in sys.orig_argv):
     import time
-    import coretsia.supervisor.fork_server as server
+    import coretsia.supervisor.worker_side.fork_server as server
     server._start = lambda *args: time.sleep(3600)
 """
 """A fork server that never answers, and a guardian that waits half a second for it."""

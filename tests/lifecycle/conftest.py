@@ -16,7 +16,7 @@ from pools import write_root
 from shared_fixtures import MODES, mode_settings
 from source_sites import build_sites
 
-from coretsia.supervisor import containment as levels
+from coretsia.supervisor.daemon import containment as levels
 from coretsia.worker_protocol.internal.runtime import cgroup
 from coretsia.worker_protocol.vocabulary import Containment
 

@@ -19,8 +19,8 @@ import psutil
 from conversation_pairs import forged
 from pools import Supervisor, Supervisors, cli, processes_in, write_root
 
-from coretsia.supervisor.control_server import MAX_PENDING, READ_DEADLINE_S
-from coretsia.supervisor.refusals import INTERVAL_S
+from coretsia.supervisor.daemon.control_server import MAX_PENDING, READ_DEADLINE_S
+from coretsia.supervisor.daemon.refusals import INTERVAL_S
 from coretsia.worker_protocol.control import Challenge, ControlRequest, Hello, encode_request
 from coretsia.worker_protocol.control_conversation import ClientConversation
 from coretsia.worker_protocol.framing import MAX_FRAME_BYTES

@@ -12,7 +12,7 @@ from pools import Supervisors, assert_failed, wait_for, write_root
 from site_hooks import pythonpath_first
 from source_sites import frozen_spec, http_root, stop
 
-from coretsia.supervisor.generation_spec import RuntimeEntrypoint
+from coretsia.supervisor.generation.spec import RuntimeEntrypoint
 
 
 class TestRuntimeEntrypoint:
@@ -64,7 +64,8 @@ class TestRuntimeEntrypoint:
         supervisor = supervisors(root)
         supervisor.wait_running()
         assert frozen_spec(root).runtime_entrypoint == RuntimeEntrypoint(
-            name="bg.worker_queue", provider="coretsia.supervisor.worker.tasks:serve_tasks"
+            name="bg.worker_queue",
+            provider="coretsia.supervisor.worker_side.task_worker:serve_tasks",
         )
         stop(root, supervisor)
 

@@ -1,7 +1,7 @@
 """``telemetry = "otel"`` in a real pool: spans and metrics leave every process.
 
 The supervisor and each worker configure the OpenTelemetry SDK from ``OTEL_*`` (see
-``coretsia.supervisor.otel``). The test installs a tiny exporter plugin the way any
+``coretsia.supervisor.shared.otel``). The test installs a tiny exporter plugin the way any
 exporter is installed, a distribution whose entry points sit in the groups
 ``opentelemetry_traces_exporter`` and ``opentelemetry_metrics_exporter``, on the
 processes' ``PYTHONPATH`` (``tests/support/apps/file_exporter.py``); it appends what it

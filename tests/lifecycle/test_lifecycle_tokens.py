@@ -21,7 +21,7 @@ from pools import (
     write_root,
 )
 
-from coretsia.supervisor import containment as levels
+from coretsia.supervisor.daemon import containment as levels
 from coretsia.worker_protocol.vocabulary import Containment
 
 

@@ -83,7 +83,9 @@ def test_uvicorn_serves_while_the_pool_runs_and_sigterm_stops_both(
     # The pool is the server's: its guardian (and proc host) and both workers are
     # uvicorn's descendants, and the control channel answers as for any pool.
     pool = server.descendants()
-    workers = [p for p in pool if "coretsia.supervisor.launcher" in " ".join(p.cmdline())]
+    workers = [
+        p for p in pool if "coretsia.supervisor.worker_side.launcher" in " ".join(p.cmdline())
+    ]
     assert len(workers) == 2
     status = json.loads(pools.cli(root, "status", "--json").stdout)
     assert status["pid"] == server.proc.pid

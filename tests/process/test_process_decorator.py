@@ -16,7 +16,7 @@ from coretsia.supervisor.process import (
     ProcessTargetError,
     process,
 )
-from coretsia.supervisor.process.decorator import DECLARATION_ATTRIBUTE, declaration_of
+from coretsia.supervisor.process_entries.decorator import DECLARATION_ATTRIBUTE, declaration_of
 
 
 class TestDecorator:

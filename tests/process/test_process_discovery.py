@@ -25,7 +25,7 @@ from coretsia.supervisor.process import (
     discover,
     snapshot,
 )
-from coretsia.supervisor.process.decorator import declaration_of
+from coretsia.supervisor.process_entries.decorator import declaration_of
 
 _counter = itertools.count()
 

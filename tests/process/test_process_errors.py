@@ -24,7 +24,7 @@ from coretsia.supervisor.process import (
     ProcessTargetError,
     RegistrationClosedError,
 )
-from coretsia.supervisor.process.errors import safe_name
+from coretsia.supervisor.process_entries.errors import safe_name
 
 SECRET = "postgres://admin:hunter2@10.0.0.5/prod"
 
@@ -165,7 +165,7 @@ def test_worker_side_imports_stay_light(tmp_path: Path) -> None:
 
 def test_every_error_class_has_its_own_stable_code() -> None:
     """``code`` is a token per class (``process-...``), none shared, none inherited."""
-    from coretsia.supervisor.process import errors
+    from coretsia.supervisor.process_entries import errors
 
     classes = [
         obj

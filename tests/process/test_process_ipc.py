@@ -22,7 +22,7 @@ from commands import run_process
 from pools import install_app, processes_in, wait_for, wait_gone
 
 from coretsia.supervisor.config import parse_config
-from coretsia.supervisor.generation_spec import IpcRecord
+from coretsia.supervisor.generation.spec import IpcRecord
 from coretsia.supervisor.process import ProcessArgumentError, ProcessManager
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
@@ -85,7 +85,7 @@ def run_app(
 
 def ipc_record(root: Path) -> IpcRecord:
     """The ``ipc`` record of the root's current generation (kept on disk after a stop)."""
-    from coretsia.supervisor.generation import load_current_generation
+    from coretsia.supervisor.generation.published import load_current_generation
 
     _, spec = load_current_generation(root, "var/generations")
     assert spec.ipc is not None
@@ -247,7 +247,7 @@ class TestKilledSupervisor:
 def test_a_send_to_a_removed_queue_is_peer_unavailable() -> None:
     """sysv_ipc reports a removed queue as EINVAL, like a message over msgmax: told apart."""
     from coretsia.supervisor.process import PeerUnavailableError
-    from coretsia.supervisor.process.worker.ipc_endpoint import QueueEndpoint
+    from coretsia.supervisor.worker_side.entry_ipc import QueueEndpoint
 
     queue = sysv_ipc.MessageQueue(None, sysv_ipc.IPC_CREX, mode=0o600)
     endpoint = QueueEndpoint(queue.key, queue.id, 0, 1)

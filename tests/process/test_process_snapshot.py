@@ -226,7 +226,7 @@ def test_the_package_name_is_the_function_once_the_record_module_is_loaded() -> 
     """The record module is loaded on the boot path; ``process.snapshot`` stays the function."""
     import importlib
 
-    importlib.import_module("coretsia.supervisor.process.record")
+    importlib.import_module("coretsia.supervisor.process_entries.record")
     from coretsia.supervisor import process
 
     assert callable(process.snapshot)

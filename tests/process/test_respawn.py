@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from coretsia.supervisor.respawn import RespawnPolicy
+from coretsia.supervisor.daemon.respawn import RespawnPolicy
 
 
 def test_the_interval_paces_spawns_of_one_slot() -> None:

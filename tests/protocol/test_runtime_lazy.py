@@ -86,8 +86,8 @@ def test_the_helper_costs_the_hot_paths_nothing() -> None:
     neither typing nor importlib."""
     code = (
         "import sys\n"
-        "import coretsia.worker_protocol.framing, coretsia.supervisor.launcher\n"
-        "import coretsia.supervisor.process.errors\n"
+        "import coretsia.worker_protocol.framing, coretsia.supervisor.worker_side.launcher\n"
+        "import coretsia.supervisor.process_entries.errors, coretsia.supervisor.process\n"
         "print('coretsia.worker_protocol._lazy' in sys.modules)\n"
         "coretsia.worker_protocol.Need, coretsia.supervisor.process.ProcessError\n"
         "print(sorted(m for m in ('typing', 'importlib') if m in sys.modules))\n"

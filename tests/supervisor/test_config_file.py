@@ -13,7 +13,7 @@ import pytest
 from config_files import SECRET, assert_no_secret, config_error, write_config
 
 from coretsia.supervisor.config import CONFIG_FILE, load_config, parse_config
-from coretsia.supervisor.generation_builder import build_generation_spec
+from coretsia.supervisor.daemon.generation_builder import build_generation_spec
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
 

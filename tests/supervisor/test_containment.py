@@ -9,7 +9,7 @@ from pathlib import Path
 import pools
 import pytest
 
-from coretsia.supervisor.containment import resolve_containment, root_id
+from coretsia.supervisor.daemon.containment import resolve_containment, root_id
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
 from coretsia.worker_protocol.internal.runtime import cgroup, pidns, userns

@@ -24,7 +24,7 @@ import pytest
 import trio
 from control_handlers import Handler
 
-from coretsia.supervisor.control_server import ControlServer
+from coretsia.supervisor.daemon.control_server import ControlServer
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.control import (
     Challenge,

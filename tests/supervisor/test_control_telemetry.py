@@ -19,8 +19,8 @@ from control_handlers import Handler
 from conversation_pairs import forged
 from telemetry_memory import Pipeline
 
-from coretsia.supervisor.control_server import ControlServer
-from coretsia.supervisor.telemetry import Telemetry
+from coretsia.supervisor.daemon.control_server import ControlServer
+from coretsia.supervisor.shared.telemetry import Telemetry
 from coretsia.worker_protocol.control import (
     Challenge,
     ControlRequest,

@@ -25,8 +25,8 @@ import pytest
 from site_hooks import site_env
 
 from coretsia.guardian.containers import INIT_MODULE
-from coretsia.supervisor.containment import available
-from coretsia.supervisor.drivers import resolve_driver, resolve_transport
+from coretsia.supervisor.daemon.containment import available
+from coretsia.supervisor.daemon.drivers import resolve_driver, resolve_transport
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
 from coretsia.worker_protocol.vocabulary import (
@@ -169,7 +169,8 @@ os.posix_spawn = _logged
 """Records every interpreter's start and every ``posix_spawn`` it calls."""
 
 UNEXECUTABLE_WORKER = """
-from coretsia.supervisor import cli, slots
+from coretsia.supervisor import cli
+from coretsia.supervisor.daemon import slots
 argv = slots.Slots._argv
 slots.Slots._argv = lambda self, slot: ("/nonexistent/python", *argv(self, slot)[1:])
 cli.main()

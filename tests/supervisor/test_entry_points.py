@@ -14,7 +14,7 @@ from typing import Protocol
 
 import pytest
 
-from coretsia.supervisor import entry_points as lean
+from coretsia.supervisor.shared import entry_points as lean
 
 
 def _groups() -> set[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from coretsia.supervisor import files
+from coretsia.supervisor.daemon import files
 from coretsia.worker_protocol.endpoint import ENDPOINT_KEY_BYTES
 
 

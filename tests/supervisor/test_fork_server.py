@@ -17,8 +17,8 @@ from pathlib import Path
 import pools
 import pytest
 
-from coretsia.supervisor.drivers import FORK_SERVER_CODE
-from coretsia.supervisor.fork_server import BOOT_MODULES
+from coretsia.supervisor.daemon.drivers import FORK_SERVER_CODE
+from coretsia.supervisor.worker_side.fork_server import BOOT_MODULES
 from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
 
 WORKERS = 3
@@ -29,7 +29,7 @@ NEVER_IMPORTED = (
     "cattrs",
     "psutil",
     "coretsia.supervisor.config",
-    "coretsia.supervisor.supervisor",
+    "coretsia.supervisor.daemon.supervisor",
     "coretsia.supervisor.cli",
     "coretsia.guardian",
     "lifecycle_app",

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from launcher_harness import respec
 
-from coretsia.supervisor.generation import (
+from coretsia.supervisor.generation.published import (
     GENERATION_FILE,
     GENERATION_VERSION,
     MAX_GENERATION_BYTES,
@@ -26,7 +26,7 @@ from coretsia.supervisor.generation import (
     load_current_generation,
     publish,
 )
-from coretsia.supervisor.generation_spec import GenerationSpec, TaskType
+from coretsia.supervisor.generation.spec import GenerationSpec, TaskType
 from coretsia.worker_protocol._strict import dumps
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError

@@ -12,9 +12,13 @@ from config_files import write_config
 from launcher_harness import respec
 
 from coretsia.supervisor.config import load_config
-from coretsia.supervisor.generation import GenerationError, load_current_generation, publish
-from coretsia.supervisor.generation_builder import build_generation_spec
-from coretsia.supervisor.generation_spec import (
+from coretsia.supervisor.daemon.generation_builder import build_generation_spec
+from coretsia.supervisor.generation.published import (
+    GenerationError,
+    load_current_generation,
+    publish,
+)
+from coretsia.supervisor.generation.spec import (
     GenerationSpec,
     HookTargets,
     IpcRecord,
@@ -24,8 +28,8 @@ from coretsia.supervisor.generation_spec import (
     TelemetryMode,
 )
 from coretsia.supervisor.process import ProcessManager
-from coretsia.supervisor.process.record import freeze
-from coretsia.supervisor.process.registry import registry_of
+from coretsia.supervisor.process_entries.record import freeze
+from coretsia.supervisor.process_entries.registry import registry_of
 from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
 
 RUNTIME = RuntimeEntrypoint(name="bg.worker_queue", provider="app.runtime:serve")

@@ -11,8 +11,8 @@ import pytest
 import trio
 from internal_pairs import hello
 
-from coretsia.supervisor.guardian_link import GuardianLink
-from coretsia.supervisor.guardian_process import TREE_ENV, TREE_MARK, guardian_env
+from coretsia.supervisor.daemon.guardian_link import GuardianLink
+from coretsia.supervisor.daemon.guardian_process import TREE_ENV, TREE_MARK, guardian_env
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import (
     WorkerAlreadyRunningError,
@@ -46,7 +46,7 @@ HELLO = Hello(
 async def _handshake_against(*answers: GuardianFrame, sent: bytes | None = None) -> bytes:
     """Run the supervisor's handshake against a peer whose answers are already queued;
     what the peer received. ``sent``: written before the link existed, as
-    :func:`~coretsia.supervisor.guardian_process.send_early` writes ``hello``."""
+    :func:`~coretsia.supervisor.daemon.guardian_process.send_early` writes ``hello``."""
     a, b = socket.socketpair()
     if sent is not None:
         a.sendall(sent)

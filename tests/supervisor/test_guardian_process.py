@@ -12,8 +12,8 @@ import trio
 from internal_pairs import hello
 from pools import wait_for
 
-from coretsia.supervisor import guardian_process
-from coretsia.supervisor.guardian_process import GuardianProcess, guardian_env
+from coretsia.supervisor.daemon import guardian_process
+from coretsia.supervisor.daemon.guardian_process import GuardianProcess, guardian_env
 from coretsia.worker_protocol import lock
 from coretsia.worker_protocol.internal.guardian_conversation import SupervisorEnd
 from coretsia.worker_protocol.lifecycle import LOCK_PATH, RUNTIME_DIR
@@ -74,7 +74,7 @@ def test_a_guardian_that_got_hello_is_let_go_through_its_channel(tmp_path: Path)
     """``hello`` sent early, then the start ends before the launch: the guardian, which
     claimed the lock, is not SIGKILLed but let go as a lost supervisor lets it go; it
     exits on its own and the lock is free."""
-    from coretsia.supervisor._version import __version__
+    from coretsia.supervisor.shared._version import __version__
 
     (tmp_path / RUNTIME_DIR).mkdir(parents=True)
     guardian_process.start_early(tmp_path, os.environ)

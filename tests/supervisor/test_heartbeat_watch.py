@@ -10,9 +10,9 @@ import pytest
 import trio
 import trio.testing
 
-from coretsia.supervisor.generation_spec import GenerationSpec, TaskType
-from coretsia.supervisor.heartbeat_watch import HeartbeatWatch
-from coretsia.supervisor.pool import Pool, Slot, SlotState
+from coretsia.supervisor.daemon.heartbeat_watch import HeartbeatWatch
+from coretsia.supervisor.daemon.pool import Pool, Slot, SlotState
+from coretsia.supervisor.generation.spec import GenerationSpec, TaskType
 from coretsia.worker_protocol.catalogue import HealthReason
 from coretsia.worker_protocol.vocabulary import Containment, Driver, PoolStatus, Transport
 

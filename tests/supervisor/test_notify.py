@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from coretsia.supervisor.notify import Notifier
+from coretsia.supervisor.daemon.notify import Notifier
 
 
 @pytest.mark.parametrize("value", ["", "relative.sock", "tcp://x"])

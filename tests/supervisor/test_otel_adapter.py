@@ -1,4 +1,4 @@
-"""coretsia.supervisor.otel: the SDK set up from OTEL_*, each case in a fresh interpreter.
+"""coretsia.supervisor.shared.otel: the SDK set up from OTEL_*, each case in a fresh interpreter.
 
 OpenTelemetry's global providers can be set once per process, so every case that installs
 them runs in its own ``python -c`` child; only the "API missing" case runs here.
@@ -12,11 +12,11 @@ import sys
 
 import pytest
 
-from coretsia.supervisor.otel import opentelemetry_telemetry
+from coretsia.supervisor.shared.otel import opentelemetry_telemetry
 
 PROBE = """
 from opentelemetry import metrics, trace
-from coretsia.supervisor.otel import opentelemetry_telemetry
+from coretsia.supervisor.shared.otel import opentelemetry_telemetry
 telemetry = opentelemetry_telemetry("probe")
 telemetry.task("queue").finish("completed")
 print(type(trace.get_tracer_provider()).__name__, type(metrics.get_meter_provider()).__name__)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from coretsia.supervisor.platforms import (
+from coretsia.supervisor.daemon.platforms import (
     TESTED,
     UNSUPPORTED,
     UNTESTED,

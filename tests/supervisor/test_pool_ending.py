@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import trio
 
-from coretsia.supervisor.generation_spec import GenerationSpec, TaskType
-from coretsia.supervisor.pool import Pool, Slot, SlotState, StopCause
-from coretsia.supervisor.process.record import ProcessSnapshot, SnapshotEntry
-from coretsia.supervisor.slots import RetireTurns
+from coretsia.supervisor.daemon.pool import Pool, Slot, SlotState, StopCause
+from coretsia.supervisor.daemon.slots import RetireTurns
+from coretsia.supervisor.generation.spec import GenerationSpec, TaskType
+from coretsia.supervisor.process_entries.record import ProcessSnapshot, SnapshotEntry
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import (
     WorkerLifecycleFailedError,

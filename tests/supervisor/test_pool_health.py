@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from control_handlers import pool_of
 
-from coretsia.supervisor.pool import Slot, SlotState
+from coretsia.supervisor.daemon.pool import Slot, SlotState
 from coretsia.worker_protocol.catalogue import HealthReason, Reason
 from coretsia.worker_protocol.exceptions import WorkerLifecycleFailedError
 from coretsia.worker_protocol.vocabulary import PoolStatus

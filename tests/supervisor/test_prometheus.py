@@ -19,7 +19,7 @@ import pytest
 from site_hooks import pythonpath_first
 
 from coretsia.supervisor.config import load_config
-from coretsia.supervisor.telemetry import FanoutMeter, Telemetry
+from coretsia.supervisor.shared.telemetry import FanoutMeter, Telemetry
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
 

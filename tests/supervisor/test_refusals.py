@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coretsia.supervisor.refusals import RefusalCause, RefusalLog
+from coretsia.supervisor.daemon.refusals import RefusalCause, RefusalLog
 
 
 class Clock:

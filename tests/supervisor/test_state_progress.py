@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from coretsia.supervisor.config.loading import parse_config
-from coretsia.supervisor.runtime_files import PROGRESS_INTERVAL_S, RuntimeFiles
+from coretsia.supervisor.daemon.runtime_files import PROGRESS_INTERVAL_S, RuntimeFiles
 from coretsia.worker_protocol.vocabulary import Transport
 
 

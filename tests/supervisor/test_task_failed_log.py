@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from coretsia.supervisor.slots import log_task_failure
+from coretsia.supervisor.daemon.slots import log_task_failure
 from coretsia.worker_protocol.worker_channel import TaskFailed
 
 

@@ -14,7 +14,7 @@ from types import MappingProxyType
 import pytest
 
 from coretsia.supervisor.config import parse_config
-from coretsia.supervisor.task_sources import check_source_options, resolve_task_source
+from coretsia.supervisor.daemon.task_sources import check_source_options, resolve_task_source
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerStartFailedError
 from coretsia.worker_protocol.exit_codes import ExitCode

@@ -1,4 +1,4 @@
-"""coretsia.supervisor.telemetry against the real OpenTelemetry SDK, in memory.
+"""coretsia.supervisor.shared.telemetry against the real OpenTelemetry SDK, in memory.
 
 Spans go to the SDK's ``InMemorySpanExporter``, metrics to its ``InMemoryMetricReader``;
 nothing touches OpenTelemetry's global providers. The failing tracer, meter and clock are
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, cast
 import pytest
 from telemetry_memory import Pipeline, Raising, Recorded
 
-from coretsia.supervisor.telemetry import (
+from coretsia.supervisor.shared.telemetry import (
     NO_TELEMETRY,
     PROCESS_STATUSES,
     TASK_OPERATIONS,
@@ -22,7 +22,7 @@ from coretsia.supervisor.telemetry import (
 )
 
 if TYPE_CHECKING:
-    from coretsia.supervisor.telemetry import ProcessOperation
+    from coretsia.supervisor.shared.telemetry import ProcessOperation
 
 SEED_STATUSES = {
     "start_success",

@@ -1,12 +1,12 @@
-"""The unit of work's precedence table (coretsia.supervisor.worker.loop), row by row."""
+"""The unit of work's precedence table (coretsia.supervisor.worker_side.task_loop), row by row."""
 
 from __future__ import annotations
 
 import pytest
 from unit_recorder import Recorder, run_recorded
 
-from coretsia.supervisor.worker import WorkerExit
-from coretsia.supervisor.worker.loop import Hooks, run_unit
+from coretsia.supervisor.worker_side.exits import WorkerExit
+from coretsia.supervisor.worker_side.task_loop import Hooks, run_unit
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.task_source import TaskSourceStorageError
 

@@ -1,4 +1,4 @@
-"""One ``worker.task`` per unit of work (coretsia.supervisor.worker.loop), row by row.
+"""One ``worker.task`` per unit of work (coretsia.supervisor.worker_side.task_loop), row by row.
 
 Each row of the worker loop's precedence table is run with an in-memory OpenTelemetry
 pipeline, then again with a tracer, meter, clock or exporter that raises: the calls, the
@@ -12,8 +12,8 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from telemetry_memory import Pipeline, Raising
 from unit_recorder import Recorder, run_recorded
 
-from coretsia.supervisor.telemetry import Telemetry
-from coretsia.supervisor.worker.loop import Hooks, run_unit
+from coretsia.supervisor.shared.telemetry import Telemetry
+from coretsia.supervisor.worker_side.task_loop import Hooks, run_unit
 
 
 def _broken_clock() -> int:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import trio
 
-from coretsia.supervisor.pool import Pool, Slot
+from coretsia.supervisor.daemon.pool import Pool, Slot
 from coretsia.worker_protocol.control import ControlResponse, StatusResponse
 from coretsia.worker_protocol.vocabulary import Containment, ControlCommand, Driver, Transport
 

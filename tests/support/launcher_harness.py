@@ -1,8 +1,8 @@
 """The worker launcher, run for real: a fresh interpreter per launch, real descriptors.
 
 A test publishes a generation into a temporary project root, starts
-``python -m coretsia.supervisor.launcher`` there (:class:`Launcher`) with one end of a real
-socketpair (the worker channel) and the read end of a real pipe (the stop signal), and
+``python -m coretsia.supervisor.worker_side.launcher`` there (:class:`Launcher`) with one end of
+a real socketpair (the worker channel) and the read end of a real pipe (the stop signal), and
 asserts on the frames that arrive on the other end and on the exit status. Task sources are
 the small modules of ``tests/support/apps/launcher_sources.py``, installed as the root's
 ``apps/sources.py``; they record what the launcher called in ``calls.log`` so that stdout and
@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from coretsia.supervisor.generation_spec import GenerationSpec, RuntimeEntrypoint, TaskType
+from coretsia.supervisor.generation.spec import GenerationSpec, RuntimeEntrypoint, TaskType
 from coretsia.worker_protocol._strict import dumps
 from coretsia.worker_protocol.worker_channel import (
     Retiring,
@@ -87,7 +87,7 @@ def contract_argv(
 
 
 QUEUE_RUNTIME = RuntimeEntrypoint(
-    name="bg.worker_queue", provider="coretsia.supervisor.worker.tasks:serve_tasks"
+    name="bg.worker_queue", provider="coretsia.supervisor.worker_side.task_worker:serve_tasks"
 )
 """What ``start`` freezes for a queue pool: the runtime entrypoint Coretsia provides."""
 
@@ -177,7 +177,7 @@ class Launcher:
                     sys.executable,
                     *python_flags,
                     "-m",
-                    "coretsia.supervisor.launcher",
+                    "coretsia.supervisor.worker_side.launcher",
                     *build(child_channel.fileno(), stop_read, published_pin(root)),
                 ],
                 cwd=root,

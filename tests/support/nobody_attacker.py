@@ -19,12 +19,12 @@ import pwd
 import sys
 from typing import Any
 
-from coretsia.supervisor.generation import (
+from coretsia.supervisor.generation.published import (
     GenerationError,
     encode_generation,
     load_current_generation,
 )
-from coretsia.supervisor.generation_spec import GenerationSpec, TaskType
+from coretsia.supervisor.generation.spec import GenerationSpec, TaskType
 from coretsia.worker_protocol import lock
 from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR, LOCK_PATH
 

@@ -90,7 +90,7 @@ if _LOG is not None:
         sys.addaudithook(_audit)
     elif any(arg.startswith("--coretsia-worker-artifact-root=") for arg in sys.orig_argv):
         _write("worker")
-    elif "coretsia.supervisor.fork_server" in " ".join(sys.orig_argv):
+    elif "coretsia.supervisor.worker_side.fork_server" in " ".join(sys.orig_argv):
         _server = os.getpid()  # a worker starts when the server forks for it
 
         def _forked(name, args):

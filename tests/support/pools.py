@@ -217,7 +217,7 @@ class Supervisor:
 
     def workers(self) -> list[psutil.Process]:
         """The live worker processes, right now."""
-        return self._named("coretsia.supervisor.launcher")
+        return self._named("coretsia.supervisor.worker_side.launcher")
 
     def guardian(self) -> psutil.Process:
         (guardian,) = self._named("-m coretsia.guardian --channel-fd")
@@ -228,7 +228,7 @@ class Supervisor:
         return host
 
     def fork_server(self) -> psutil.Process:
-        (server,) = self._named("coretsia.supervisor.fork_server")
+        (server,) = self._named("coretsia.supervisor.worker_side.fork_server")
         return server
 
 

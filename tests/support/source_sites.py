@@ -15,8 +15,8 @@ from typing import Any
 from fixture_dist import install, wheel
 from pools import Supervisor, app_source, cli, events, install_app, write_root
 
-from coretsia.supervisor.generation import load_current_generation
-from coretsia.supervisor.generation_spec import GenerationSpec
+from coretsia.supervisor.generation.published import load_current_generation
+from coretsia.supervisor.generation.spec import GenerationSpec
 from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
 
 SOURCE_GROUP = "coretsia.worker.task_sources"

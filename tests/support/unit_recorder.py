@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from coretsia.supervisor.telemetry import NO_TELEMETRY, Telemetry
-from coretsia.supervisor.worker import WorkerExit
-from coretsia.supervisor.worker.loop import Hooks, run_unit
+from coretsia.supervisor.shared.telemetry import NO_TELEMETRY, Telemetry
+from coretsia.supervisor.worker_side.exits import WorkerExit
+from coretsia.supervisor.worker_side.task_loop import Hooks, run_unit
 from coretsia.worker_protocol.catalogue import Reason
 
 

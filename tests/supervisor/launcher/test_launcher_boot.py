@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from launcher_harness import QUEUE_RUNTIME, WAIT, Launcher, launch_spec, read_line
 
-from coretsia.supervisor.generation import publish
+from coretsia.supervisor.generation.published import publish
 from coretsia.worker_protocol.worker_channel import Ready
 
 REPO = Path(__file__).resolve().parents[3]
@@ -32,8 +32,8 @@ def test_boot_path_imports_nothing_heavy(root: Path) -> None:
     assert outcome.code == 0
     lines = [ln for ln in outcome.stderr.decode().splitlines() if ln.startswith("import time:")]
     modules = {ln.rsplit("|", 1)[1].strip() for ln in lines[1:]}  # first line is the header
-    assert "coretsia.supervisor.generation" in modules
-    assert "coretsia.supervisor.generation_spec" in modules
+    assert "coretsia.supervisor.generation.published" in modules
+    assert "coretsia.supervisor.generation.spec" in modules
     assert "coretsia.worker_protocol.worker_channel" in modules
     heavy = sorted(m for m in modules if m.split(".")[0] in HEAVY)
     assert heavy == []
@@ -43,9 +43,9 @@ def test_boot_path_imports_nothing_heavy(root: Path) -> None:
     banned = {"dataclasses", "inspect"}
     banned |= {
         "importlib.metadata",
-        "coretsia.supervisor.entry_points",
-        "coretsia.supervisor.task_sources",
-        "coretsia.supervisor.generation_builder",
+        "coretsia.supervisor.shared.entry_points",
+        "coretsia.supervisor.daemon.task_sources",
+        "coretsia.supervisor.daemon.generation_builder",
         "coretsia.supervisor.config",
     }
     assert modules & banned == set()
@@ -62,8 +62,8 @@ def quickstart(tmp_path: Path) -> Path:
 def test_quickstart_example_boots_and_works(quickstart: Path) -> None:
     from coretsia.sources.sqlite_queue import SqliteQueue
     from coretsia.supervisor.config import load_config
-    from coretsia.supervisor.generation_builder import build_generation_spec
-    from coretsia.supervisor.runtime_guard import resolve_runtime_entrypoint
+    from coretsia.supervisor.daemon.generation_builder import build_generation_spec
+    from coretsia.supervisor.worker_side.runtime_guard import resolve_runtime_entrypoint
 
     runtime = resolve_runtime_entrypoint("queue")
     assert runtime == QUEUE_RUNTIME  # what coretsia-supervisor's own entry point provides

@@ -25,7 +25,7 @@ from launcher_harness import (
     recorded_calls,
 )
 
-from coretsia.supervisor.generation import publish
+from coretsia.supervisor.generation.published import publish
 from coretsia.worker_protocol.worker_channel import Ready, decode_worker_frame
 
 # --- contract violations: status 2, no frame, no output --------------------------------
@@ -116,7 +116,7 @@ import os, subprocess, sys
 channel_fd, stop_fd, pin = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 env = dict(os.environ, CORETSIA_WORKER_PARENT_PID=str(os.getpid()))
 worker = subprocess.Popen(
-    [sys.executable, "-m", "coretsia.supervisor.launcher",
+    [sys.executable, "-m", "coretsia.supervisor.worker_side.launcher",
      "--coretsia-worker-artifact-root=var/generations", "--coretsia-worker-slot=0",
      f"--coretsia-worker-generation={pin}",
      f"--coretsia-worker-channel-fd={channel_fd}", f"--coretsia-worker-stop-fd={stop_fd}"],

@@ -21,8 +21,8 @@ from launcher_harness import (
     recorded_calls,
 )
 
-from coretsia.supervisor.generation import publish
-from coretsia.supervisor.generation_spec import RuntimeEntrypoint
+from coretsia.supervisor.generation.published import publish
+from coretsia.supervisor.generation.spec import RuntimeEntrypoint
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.worker_channel import Failed, Ready
 

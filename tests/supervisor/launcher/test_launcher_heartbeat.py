@@ -15,7 +15,7 @@ import pytest
 from launcher_harness import Launcher, assert_quiet, launch_spec, recorded_calls
 from pools import wait_for
 
-from coretsia.supervisor.generation import publish
+from coretsia.supervisor.generation.published import publish
 from coretsia.worker_protocol.worker_channel import Heartbeat, Ready
 
 # --- the heartbeat ---------------------------------------------------------------------
@@ -53,8 +53,8 @@ def test_off_no_heartbeat_no_thread_no_import(root: Path) -> None:
     assert (outcome.code, outcome.frames) == (0, [Ready()])
     lines = outcome.stderr.decode().splitlines()
     modules = {ln.rsplit("|", 1)[1].strip() for ln in lines if ln.startswith("import time:")}
-    assert "coretsia.supervisor.worker.channel" in modules
-    assert {"coretsia.supervisor.worker.heartbeat", "threading"} & modules == set()
+    assert "coretsia.supervisor.worker_side.channel" in modules
+    assert {"coretsia.supervisor.worker_side.heartbeat", "threading"} & modules == set()
 
 
 def test_beats_from_ready_on_in_a_thread_that_blocks_every_signal(root: Path) -> None:

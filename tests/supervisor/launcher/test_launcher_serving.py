@@ -13,7 +13,7 @@ import pytest
 from launcher_harness import WAIT, Launcher, assert_quiet, launch, launch_spec, recorded_calls
 from pools import wait_for
 
-from coretsia.supervisor.generation import publish
+from coretsia.supervisor.generation.published import publish
 from coretsia.worker_protocol.worker_channel import (
     Ready,
     RecycleCause,

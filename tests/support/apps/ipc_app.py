@@ -107,7 +107,7 @@ def without_ipc(pool, worker_id):
         seen["refused"] = type(error).__name__
     seen["loaded"] = sorted(
         name
-        for name in ("sysv_ipc", "coretsia.supervisor.process.worker.ipc_endpoint")
+        for name in ("sysv_ipc", "coretsia.supervisor.worker_side.entry_ipc")
         if name in sys.modules
     )
     report(**seen)

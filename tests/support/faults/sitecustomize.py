@@ -173,12 +173,12 @@ FAULTS: dict[str, list[tuple[str, Patch]]] = {
     "fork-refused": [
         ("coretsia.guardian.spawner", _fork_refused_in_guardian),
         ("coretsia.proc_host.host", _fork_refused_in_proc_host),
-        ("coretsia.supervisor.fork_server", _fork_refused_in_fork_server),
+        ("coretsia.supervisor.worker_side.fork_server", _fork_refused_in_fork_server),
     ],
-    "no-sibling-fork": [("coretsia.supervisor.sibling_fork", _no_sibling_fork)],
+    "no-sibling-fork": [("coretsia.supervisor.worker_side.sibling_fork", _no_sibling_fork)],
     "proc-unmountable": [("coretsia.worker_protocol.internal.runtime.pidns", _proc_unmountable)],
-    "locator-unwritable": [("coretsia.supervisor.files", _locator_unwritable)],
-    "supervisor-raises": [("coretsia.supervisor.runtime_files", _supervisor_raises)],
+    "locator-unwritable": [("coretsia.supervisor.daemon.files", _locator_unwritable)],
+    "supervisor-raises": [("coretsia.supervisor.daemon.runtime_files", _supervisor_raises)],
 }
 
 for _name, _patch in FAULTS.get(os.environ.get(FAULT_ENV, ""), []):

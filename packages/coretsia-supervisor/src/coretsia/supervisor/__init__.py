@@ -1,25 +1,26 @@
 """Coretsia Worker's supervisor: ``coretsia-supervisor`` and the ``coretsia-worker`` launcher.
 
-Nearly empty on purpose: every worker boots through ``coretsia.supervisor.launcher``, and
-importing this package must cost it nothing. :class:`ProcessManager` (seed 003's named
-pools, ``coretsia.supervisor.process``) and its contract :class:`ProcessManagerInterface`
-are reachable from here too, loaded on first use (PEP 562).
+Nearly empty on purpose: every worker boots through
+``coretsia.supervisor.worker_side.launcher``, and importing this package must cost it
+nothing. :class:`ProcessManager` (seed 003's named pools, ``coretsia.supervisor.process``)
+and its contract :class:`ProcessManagerInterface` are reachable from here too, loaded on
+first use (PEP 562).
 """
 
 from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from coretsia.supervisor.process.interface import (
+    from coretsia.supervisor.process_manager.interface import (
         ProcessManagerInterface as ProcessManagerInterface,
     )
-    from coretsia.supervisor.process.manager import ProcessManager as ProcessManager
+    from coretsia.supervisor.process_manager.manager import ProcessManager as ProcessManager
 
 __all__ = ["ProcessManager", "ProcessManagerInterface"]
 
 _HOMES = {
-    "process.manager": ("ProcessManager",),
-    "process.interface": ("ProcessManagerInterface",),
+    "process_manager.manager": ("ProcessManager",),
+    "process_manager.interface": ("ProcessManagerInterface",),
 }
 
 

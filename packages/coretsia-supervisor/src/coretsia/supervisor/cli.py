@@ -15,9 +15,9 @@ from __future__ import annotations
 import os
 import sys
 
-from coretsia.supervisor import output
-from coretsia.supervisor.platforms import UNTESTED, require_supported_platform
-from coretsia.supervisor.worker import leave  # before any atexit handler: see leave()
+from coretsia.supervisor.daemon.platforms import UNTESTED, require_supported_platform
+from coretsia.supervisor.shared import output
+from coretsia.supervisor.worker_side.exits import leave  # before any atexit handler: see leave()
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.exceptions import (
     WorkerAlreadyRunningError,
@@ -124,7 +124,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     umask = os.umask(0o077)
     from pathlib import Path
 
-    from coretsia.supervisor import guardian_process
+    from coretsia.supervisor.daemon import guardian_process
 
     root = Path(_root(args.root))
     # First thing: the guardian's interpreter boots on the other core while this one
@@ -141,9 +141,9 @@ def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> bool:
     """Validate, resolve and run the pool until it is stopped (``start`` after the checks);
     whether the stop was forced."""
     from coretsia.supervisor.config import load_config
-    from coretsia.supervisor.drivers import resolve_driver, resolve_transport
-    from coretsia.supervisor.generation_builder import build_generation_spec
-    from coretsia.supervisor.runtime_guard import resolve_runtime_entrypoint
+    from coretsia.supervisor.daemon.drivers import resolve_driver, resolve_transport
+    from coretsia.supervisor.daemon.generation_builder import build_generation_spec
+    from coretsia.supervisor.worker_side.runtime_guard import resolve_runtime_entrypoint
 
     config = load_config(root, args.config)
     # The seed's order: the runtime-entrypoint guard right after the pool spec, then an
@@ -155,7 +155,7 @@ def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> bool:
     resolve_transport(config.control.transport)
     spec = build_generation_spec(root, config, runtime)
 
-    from coretsia.supervisor.runner import run_supervisor
+    from coretsia.supervisor.daemon.runner import run_supervisor
 
     return run_supervisor(root, config, spec, umask, args.log_format)
 
@@ -216,7 +216,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of ``coretsia-supervisor``; exits with the command's status.
 
     Without ``argv`` it is the process's own entry (the console script, ``python -m``),
-    and it leaves without the interpreter's teardown (:func:`~coretsia.supervisor.worker.leave`):
+    and it leaves without the interpreter's teardown
+    (:func:`~coretsia.supervisor.worker_side.exits.leave`):
     a stop is over only when the supervisor has exited, and a probe when its process has.
     With ``argv`` (tests, an embedding program) it raises :class:`SystemExit` as usual.
     """

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from coretsia.supervisor._version import __version__
+from coretsia.supervisor.shared._version import __version__
 
 PROG = "coretsia-supervisor"
 

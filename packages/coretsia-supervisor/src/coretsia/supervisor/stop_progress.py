@@ -12,7 +12,7 @@ import threading
 import time
 from types import TracebackType
 
-from coretsia.supervisor import output
+from coretsia.supervisor.shared import output
 from coretsia.worker_protocol.control import StopProgress
 
 _REDRAW_S = 0.1

@@ -24,17 +24,20 @@ if TYPE_CHECKING:
 __all__ = ["lazy_dir", "lazy_getattr"]
 
 
-def lazy_getattr(package: str, name: str, homes: Mapping[str, tuple[str, ...]]) -> object:
+def lazy_getattr(
+    package: str, name: str, homes: Mapping[str, tuple[str, ...]], *, root: str | None = None
+) -> object:
     """``package.name``, imported from its home submodule; the package's ``__getattr__``.
 
-    ``homes`` maps each submodule, named relative to the package (``"vocabulary"``,
-    ``"process.manager"``), to the public names it defines. The value is then stored on
-    the package, so later lookups never come back here. A name no submodule exports is
-    the :class:`AttributeError` Python would raise.
+    ``homes`` maps each submodule, named relative to ``root`` (by default the package
+    itself: ``"vocabulary"``, ``"process_manager.manager"``), to the public names it
+    defines; a facade whose names live in its sibling packages passes their parent. The
+    value is then stored on the package, so later lookups never come back here. A name no
+    submodule exports is the :class:`AttributeError` Python would raise.
     """
     for module, names in homes.items():
         if name in names:
-            home = f"{package}.{module}"
+            home = f"{root or package}.{module}"
             __import__(home)
             value = getattr(sys.modules[home], name)
             setattr(sys.modules[package], name, value)

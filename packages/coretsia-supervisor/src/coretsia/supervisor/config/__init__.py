@@ -40,7 +40,7 @@ from coretsia.supervisor.config.records import (
     TcpSettings,
     WorkerSettings,
 )
-from coretsia.supervisor.generation_spec import TaskType, TelemetryMode
+from coretsia.supervisor.generation.spec import TaskType, TelemetryMode
 
 __all__ = [
     "CONFIG_FILE",

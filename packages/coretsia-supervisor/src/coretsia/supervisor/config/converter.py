@@ -37,7 +37,7 @@ from cattrs.gen import make_dict_structure_fn
 
 from coretsia.supervisor.config.records import PoolConfig, SourceOptions, SpawnMode
 from coretsia.supervisor.config.rules import DRIVER_ALIASES, key_of
-from coretsia.supervisor.generation_spec import TaskType, TelemetryMode
+from coretsia.supervisor.generation.spec import TaskType, TelemetryMode
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
 from coretsia.worker_protocol.exceptions import WorkerConfigError, WorkerLifecycleFailedError
 from coretsia.worker_protocol.vocabulary import ContainmentRequest, DriverRequest, TransportRequest

@@ -44,8 +44,8 @@ from coretsia.supervisor.config.rules import (
     option_items,
     process_tables,
 )
-from coretsia.supervisor.generation_spec import TaskType, TelemetryMode
-from coretsia.supervisor.process.rules import EVENT_LOOPS, IPC_TYPES, MAX_MSG_QUEUE_KEY
+from coretsia.supervisor.generation.spec import TaskType, TelemetryMode
+from coretsia.supervisor.process_entries.rules import EVENT_LOOPS, IPC_TYPES, MAX_MSG_QUEUE_KEY
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.lifecycle import CANONICAL_PATHS
 from coretsia.worker_protocol.vocabulary import (

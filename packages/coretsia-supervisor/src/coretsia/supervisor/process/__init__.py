@@ -23,96 +23,101 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from coretsia.supervisor.process.decorator import (
+    from coretsia.supervisor.process_entries.decorator import (
         Discovered as Discovered,
     )
-    from coretsia.supervisor.process.decorator import (
+    from coretsia.supervisor.process_entries.decorator import (
         ProcessDeclaration as ProcessDeclaration,
     )
-    from coretsia.supervisor.process.decorator import process as process
-    from coretsia.supervisor.process.definition import AsyncOverride as AsyncOverride
-    from coretsia.supervisor.process.definition import Process as Process
-    from coretsia.supervisor.process.definition import (
+    from coretsia.supervisor.process_entries.decorator import process as process
+    from coretsia.supervisor.process_entries.definition import AsyncOverride as AsyncOverride
+    from coretsia.supervisor.process_entries.definition import Process as Process
+    from coretsia.supervisor.process_entries.definition import (
         ProcessDefinition as ProcessDefinition,
     )
-    from coretsia.supervisor.process.definition import effective_async as effective_async
-    from coretsia.supervisor.process.discovery import discover as discover
-    from coretsia.supervisor.process.errors import (
+    from coretsia.supervisor.process_entries.definition import effective_async as effective_async
+    from coretsia.supervisor.process_entries.discovery import discover as discover
+    from coretsia.supervisor.process_entries.errors import (
         AsyncMismatchError as AsyncMismatchError,
     )
-    from coretsia.supervisor.process.errors import (
+    from coretsia.supervisor.process_entries.errors import (
         DuplicateProcessNameError as DuplicateProcessNameError,
     )
-    from coretsia.supervisor.process.errors import (
+    from coretsia.supervisor.process_entries.errors import (
         HostLoopUnsupportedError as HostLoopUnsupportedError,
     )
-    from coretsia.supervisor.process.errors import (
+    from coretsia.supervisor.process_entries.errors import (
         InvalidProcessNameError as InvalidProcessNameError,
     )
-    from coretsia.supervisor.process.errors import (
+    from coretsia.supervisor.process_entries.errors import (
         IpcUnavailableError as IpcUnavailableError,
     )
-    from coretsia.supervisor.process.errors import (
+    from coretsia.supervisor.process_entries.errors import (
         MessageBufferFullError as MessageBufferFullError,
     )
-    from coretsia.supervisor.process.errors import (
+    from coretsia.supervisor.process_entries.errors import (
         MessageTooLargeError as MessageTooLargeError,
     )
-    from coretsia.supervisor.process.errors import NestedPoolError as NestedPoolError
-    from coretsia.supervisor.process.errors import (
+    from coretsia.supervisor.process_entries.errors import NestedPoolError as NestedPoolError
+    from coretsia.supervisor.process_entries.errors import (
         PeerUnavailableError as PeerUnavailableError,
     )
-    from coretsia.supervisor.process.errors import (
+    from coretsia.supervisor.process_entries.errors import (
         PoolAlreadyRunningError as PoolAlreadyRunningError,
     )
-    from coretsia.supervisor.process.errors import (
+    from coretsia.supervisor.process_entries.errors import (
         ProcessArgumentError as ProcessArgumentError,
     )
-    from coretsia.supervisor.process.errors import ProcessError as ProcessError
-    from coretsia.supervisor.process.errors import (
+    from coretsia.supervisor.process_entries.errors import ProcessError as ProcessError
+    from coretsia.supervisor.process_entries.errors import (
         ProcessLimitExceededError as ProcessLimitExceededError,
     )
-    from coretsia.supervisor.process.errors import (
+    from coretsia.supervisor.process_entries.errors import (
         ProcessNotFoundError as ProcessNotFoundError,
     )
-    from coretsia.supervisor.process.errors import (
+    from coretsia.supervisor.process_entries.errors import (
         ProcessSnapshotError as ProcessSnapshotError,
     )
-    from coretsia.supervisor.process.errors import (
+    from coretsia.supervisor.process_entries.errors import (
         ProcessTargetError as ProcessTargetError,
     )
-    from coretsia.supervisor.process.errors import (
+    from coretsia.supervisor.process_entries.errors import (
         RegistrationClosedError as RegistrationClosedError,
     )
-    from coretsia.supervisor.process.interface import (
-        ProcessManagerInterface as ProcessManagerInterface,
-    )
-    from coretsia.supervisor.process.manager import ProcessManager as ProcessManager
-    from coretsia.supervisor.process.mounted import MountedPool as MountedPool
-    from coretsia.supervisor.process.record import SNAPSHOT_SCHEMA as SNAPSHOT_SCHEMA
-    from coretsia.supervisor.process.record import ProcessSnapshot as ProcessSnapshot
-    from coretsia.supervisor.process.record import (
+    from coretsia.supervisor.process_entries.record import SNAPSHOT_SCHEMA as SNAPSHOT_SCHEMA
+    from coretsia.supervisor.process_entries.record import ProcessSnapshot as ProcessSnapshot
+    from coretsia.supervisor.process_entries.record import (
         SnapshotDeclaration as SnapshotDeclaration,
     )
-    from coretsia.supervisor.process.record import SnapshotEntry as SnapshotEntry
-    from coretsia.supervisor.process.record import load_snapshot as load_snapshot
-    from coretsia.supervisor.process.record import snapshot as snapshot
-    from coretsia.supervisor.process.registry import ProcessEntry as ProcessEntry
-    from coretsia.supervisor.process.rules import IPC_MSGQUEUE as IPC_MSGQUEUE
-    from coretsia.supervisor.process.rules import IPC_NONE as IPC_NONE
-    from coretsia.supervisor.process.rules import IPC_UNIXSOCK as IPC_UNIXSOCK
-    from coretsia.supervisor.process.rules import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
-    from coretsia.supervisor.process.rules import MAX_WORKERS as MAX_WORKERS
-    from coretsia.supervisor.process.targets import target_of as target_of
-    from coretsia.supervisor.process.worker.entry import Terminated as Terminated
-    from coretsia.supervisor.process.worker.pool import WorkerPool as WorkerPool
-    from coretsia.supervisor.process.worker.pool import current_pool as current_pool
+    from coretsia.supervisor.process_entries.record import SnapshotEntry as SnapshotEntry
+    from coretsia.supervisor.process_entries.record import load_snapshot as load_snapshot
+    from coretsia.supervisor.process_entries.record import snapshot as snapshot
+    from coretsia.supervisor.process_entries.registry import ProcessEntry as ProcessEntry
+    from coretsia.supervisor.process_entries.rules import IPC_MSGQUEUE as IPC_MSGQUEUE
+    from coretsia.supervisor.process_entries.rules import IPC_NONE as IPC_NONE
+    from coretsia.supervisor.process_entries.rules import IPC_UNIXSOCK as IPC_UNIXSOCK
+    from coretsia.supervisor.process_entries.rules import MAX_MESSAGE_BYTES as MAX_MESSAGE_BYTES
+    from coretsia.supervisor.process_entries.rules import MAX_WORKERS as MAX_WORKERS
+    from coretsia.supervisor.process_entries.targets import target_of as target_of
+    from coretsia.supervisor.process_manager.interface import (
+        ProcessManagerInterface as ProcessManagerInterface,
+    )
+    from coretsia.supervisor.process_manager.manager import ProcessManager as ProcessManager
+    from coretsia.supervisor.process_manager.mounted import MountedPool as MountedPool
+    from coretsia.supervisor.worker_side.entry_pool import WorkerPool as WorkerPool
+    from coretsia.supervisor.worker_side.entry_pool import current_pool as current_pool
+    from coretsia.supervisor.worker_side.entry_worker import Terminated as Terminated
 
 _HOMES = {
-    "decorator": ("Discovered", "ProcessDeclaration", "process"),
-    "definition": ("AsyncOverride", "Process", "ProcessDefinition", "effective_async"),
-    "discovery": ("discover",),
-    "errors": (
+    "process_entries.decorator": ("Discovered", "ProcessDeclaration", "process"),
+    "process_entries.definition": (
+        "AsyncOverride",
+        "Process",
+        "ProcessDefinition",
+        "effective_async",
+    ),
+    "process_entries.discovery": ("discover",),
+    "process_entries.errors": (
         "AsyncMismatchError",
         "DuplicateProcessNameError",
         "HostLoopUnsupportedError",
@@ -131,12 +136,18 @@ _HOMES = {
         "ProcessTargetError",
         "RegistrationClosedError",
     ),
-    "interface": ("ProcessManagerInterface",),
-    "manager": ("ProcessManager",),
-    "mounted": ("MountedPool",),
-    "registry": ("ProcessEntry",),
-    "rules": ("IPC_MSGQUEUE", "IPC_NONE", "IPC_UNIXSOCK", "MAX_MESSAGE_BYTES", "MAX_WORKERS"),
-    "record": (
+    "process_manager.interface": ("ProcessManagerInterface",),
+    "process_manager.manager": ("ProcessManager",),
+    "process_manager.mounted": ("MountedPool",),
+    "process_entries.registry": ("ProcessEntry",),
+    "process_entries.rules": (
+        "IPC_MSGQUEUE",
+        "IPC_NONE",
+        "IPC_UNIXSOCK",
+        "MAX_MESSAGE_BYTES",
+        "MAX_WORKERS",
+    ),
+    "process_entries.record": (
         "SNAPSHOT_SCHEMA",
         "ProcessSnapshot",
         "SnapshotDeclaration",
@@ -144,9 +155,9 @@ _HOMES = {
         "load_snapshot",
         "snapshot",
     ),
-    "targets": ("target_of",),
-    "worker.entry": ("Terminated",),
-    "worker.pool": ("WorkerPool", "current_pool"),
+    "process_entries.targets": ("target_of",),
+    "worker_side.entry_worker": ("Terminated",),
+    "worker_side.entry_pool": ("WorkerPool", "current_pool"),
 }
 
 __all__ = sorted(name for names in _HOMES.values() for name in names)
@@ -155,7 +166,7 @@ __all__ = sorted(name for names in _HOMES.values() for name in names)
 def __getattr__(name: str) -> object:
     from coretsia.worker_protocol._lazy import lazy_getattr
 
-    return lazy_getattr(__name__, name, _HOMES)
+    return lazy_getattr(__name__, name, _HOMES, root="coretsia.supervisor")
 
 
 def __dir__() -> list[str]:
