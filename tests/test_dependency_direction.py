@@ -19,12 +19,15 @@ Each distribution also declares in its ``pyproject.toml`` everything it imports 
 an extra, may import), and the siblings it declares are exactly those it imports or
 launches with ``python -m``. And no package has an import cycle among its modules: every
 import counts, at module level, inside a function or under ``TYPE_CHECKING`` (a cycle a
-guard hides from the interpreter is still modules that cannot change apart).
+guard hides from the interpreter is still modules that cannot change apart). Nor do the
+packages themselves, each module collapsed into its package; and the supervisor's
+sub-packages import each other only downwards, in the order of ``SUPERVISOR_LAYERS``.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import itertools
 import sys
 from collections.abc import Iterator
@@ -255,8 +258,11 @@ def test_launches_are_seen() -> None:
 # --- no cycle inside a package -----------------------------------------------------------
 
 
+@functools.cache
 def _module_graph() -> dict[str, set[str]]:
-    """Every module of every distribution, with the modules of its own tree it imports."""
+    """Every module of every distribution, with the modules of its own tree it imports.
+
+    Built once per session (every test reads it, none changes it)."""
     imports: dict[str, set[str]] = {}
     for path in sorted(ROOT.glob(f"packages/*/src/{NAMESPACE}/*/**/*.py")):
         imports[".".join(_module_name(path))] = _imports_of(path)
@@ -350,3 +356,68 @@ def test_cycle_finder() -> None:
     assert _home(["coretsia.x.y.a", "coretsia.x.y.b"], packages) == "coretsia.x.y"
     assert _home(["coretsia.x.y.a", "coretsia.x.b"], packages) == "coretsia.x"
     assert _home(["coretsia.x.y", "coretsia.x.y.a"], packages) == "coretsia.x.y"
+
+
+# --- no cycle between packages; the supervisor's layers --------------------------------
+
+SUPERVISOR_LAYERS: tuple[tuple[str, ...], ...] = (
+    # the command line (cli, parser, stop_progress, init) and the public facades
+    ("coretsia.supervisor", "coretsia.supervisor.process"),
+    ("coretsia.supervisor.process_manager",),  # the ProcessManager library
+    ("coretsia.supervisor.daemon",),  # the supervisor daemon and its start
+    # what runs in a worker process (and the fork server); the configuration
+    ("coretsia.supervisor.worker_side", "coretsia.supervisor.config"),
+    ("coretsia.supervisor.generation",),  # the spec and the published generation
+    ("coretsia.supervisor.process_entries",),  # what a process entry is
+    ("coretsia.supervisor.shared",),  # what several of the above use
+)
+"""The supervisor's packages, top to bottom: each imports only packages of later rows
+(two of one row never import each other)."""
+
+
+def _package_of(module: str, packages: set[str]) -> str:
+    """The package a module collapses into: itself if it is one, else its parent."""
+    return module if module in packages else module.rsplit(".", 1)[0]
+
+
+def _package_graph() -> dict[str, set[str]]:
+    """Every package, with the other packages its modules import (every import counts)."""
+    packages = set(_packages())
+    graph: dict[str, set[str]] = {package: set() for package in packages}
+    for module, targets in _module_graph().items():
+        home = _package_of(module, packages)
+        graph[home] |= {_package_of(t, packages) for t in targets} - {home}
+    return graph
+
+
+def test_no_package_cycle() -> None:
+    """No packages import each other in a circle, directly or not."""
+    assert strongly_connected(_package_graph()) == []
+
+
+def test_every_supervisor_package_has_a_layer() -> None:
+    """A new sub-package of the supervisor must be given its place in the layers."""
+    layered = {package for row in SUPERVISOR_LAYERS for package in row}
+    supervisor = {p for p in _packages() if p.split(".")[:2] == ["coretsia", "supervisor"]}
+    assert supervisor == layered
+
+
+def test_supervisor_layers_point_down() -> None:
+    """Every import between the supervisor's packages goes to a lower row."""
+    row = {package: n for n, packages in enumerate(SUPERVISOR_LAYERS) for package in packages}
+    upward = sorted(
+        (package, target)
+        for package, targets in _package_graph().items()
+        if package in row
+        for target in targets
+        if target in row and row[target] <= row[package]
+    )
+    assert upward == []
+
+
+def test_package_of() -> None:
+    """A package's ``__init__`` is the package; any other module belongs to its parent."""
+    packages = {"coretsia.x", "coretsia.x.y"}
+    assert _package_of("coretsia.x.y", packages) == "coretsia.x.y"
+    assert _package_of("coretsia.x.y.m", packages) == "coretsia.x.y"
+    assert _package_of("coretsia.x.m", packages) == "coretsia.x"
