@@ -39,9 +39,10 @@ def build_generation_spec(
     """The spec of the generation to publish.
 
     Without ``registry`` (``start``): the configured task workers, with the runtime
-    entrypoint the guard resolved (``runtime``, see :mod:`.runtime_guard`; None without
-    task workers), their source and hooks; ``[[process]]`` tables and ``process_modules``
-    are registered with the manager's own rules and their snapshot frozen. With a
+    entrypoint the guard resolved (``runtime``, see
+    :mod:`~coretsia.supervisor.worker_side.runtime_guard`; None without task workers),
+    their source and hooks; ``[[process]]`` tables and ``process_modules`` are registered
+    with the manager's own rules and their snapshot frozen. With a
     ``registry`` (``ProcessManager.start``): exactly its entries, no task worker, and
     ``main``, how a worker re-creates the main module.
     """

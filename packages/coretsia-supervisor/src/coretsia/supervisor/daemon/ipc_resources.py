@@ -4,7 +4,7 @@ Seed 003's pool-wide IPC modes need something that outlives any one worker, so t
 supervisor makes it, once per generation, and removes it when the generation ends:
 
 * ``unixsock``: the private directory :data:`IPC_DIR` (mode 0700), in which each entry
-  worker binds its own socket (see :mod:`.worker.ipc_endpoint`);
+  worker binds its own socket (see :mod:`coretsia.supervisor.worker_side.entry_ipc`);
 * ``msgqueue``: a System V message queue, mode 0600, created exclusively with the
   ``msg_queue_key``; with key 0 ``sysv_ipc`` picks a fresh random key instead of
   ``IPC_PRIVATE``, because a worker is a fresh interpreter (not a fork that inherits the

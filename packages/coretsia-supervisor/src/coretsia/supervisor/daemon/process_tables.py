@@ -1,13 +1,14 @@
 """``[[process]]`` tables and ``process_modules``: seed 003's registration, from the file.
 
 ``coretsia-supervisor start`` registers every enabled table on a fresh
-:class:`~.registry.Registry`, one :meth:`~.registry.Registry.add` per table (the call
-``ProcessManager.add_batch`` makes, so a table obeys exactly the rules of the API:
-names, batches, the 1,024 limit, the async flag against the entry's shape), then runs
-:func:`.discovery.discover` over ``process_modules``. The target of a table is a
-function or a class, by ``module:qualname``; a class is built once here, with no
-arguments, like discovery does. The application's modules are imported with
-``app_path`` first on ``sys.path``, as the workers will import them.
+:class:`~coretsia.supervisor.process_entries.registry.Registry`, one ``Registry.add`` per
+table (the call ``ProcessManager.add_batch`` makes, so a table obeys exactly the rules of
+the API: names, batches, the 1,024 limit, the async flag against the entry's shape),
+then runs :func:`~coretsia.supervisor.process_entries.discovery.discover` over
+``process_modules``. The target of a table is a function or a class, by
+``module:qualname``; a class is built once here, with no arguments, like discovery does.
+The application's modules are imported with ``app_path`` first on ``sys.path``, as the
+workers will import them.
 
 A rule broken here is a configuration error naming the table's key (``process[2].name``)
 and the rule, never the value: a config error exits 6 before anything was started.

@@ -149,7 +149,8 @@ class HookTargets(Frame, kw_only=True):
 
 
 class RuntimeEntrypoint(Frame, kw_only=True):
-    """The runtime entrypoint the guard resolved at start (:mod:`..runtime_guard`)."""
+    """The runtime entrypoint the guard resolved at start
+    (:mod:`~coretsia.supervisor.worker_side.runtime_guard`)."""
 
     name: str = field(kind=_NAME)
     provider: str = field(kind=_TARGET)
@@ -169,8 +170,8 @@ class MainModule(Frame, kw_only=True):
 
 
 class IpcRecord(Frame, kw_only=True):
-    """Where the pool's IPC resources are (:mod:`.process.ipc_resources`): the ``unixsock``
-    directory, or the ``msgqueue`` queue's key and id."""
+    """Where the pool's IPC resources are (:mod:`~coretsia.supervisor.daemon.ipc_resources`):
+    the ``unixsock`` directory, or the ``msgqueue`` queue's key and id."""
 
     unixsock_dir: str | None = field(default=None, kind=s.Omissible(_NAME))
     msgqueue_key: int | None = field(default=None, kind=s.Omissible(s.ANY_INT))

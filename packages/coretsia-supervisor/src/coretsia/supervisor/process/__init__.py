@@ -1,14 +1,13 @@
-"""Named pools of process entries (seed 003): registration, declarations, snapshots.
+"""Named pools of process entries (seed 003): the public names, in one place.
 
-Seed 003's ``ProcessManager`` on the Coretsia supervisor. The parent side, in this
-package: the entry types (:class:`Process`, :class:`ProcessDefinition`), the registry
-with its naming, batch, limit, async and re-creatability rules (:mod:`.registry`), the
-manager over it (:mod:`.manager`), the ``@process`` decorator (:mod:`.decorator`) and its
-discovery (:mod:`.discovery`), the versioned snapshot the generation carries,
-``start``/``stop`` (:mod:`.lifecycle`) and the pool's IPC resources
-(:mod:`.ipc_resources`). The worker side, in :mod:`.worker`: how an entry is rebuilt and
-run (:mod:`.worker.entry`), the ``pool`` it receives (:class:`WorkerPool`) and its
-message endpoint (:mod:`.worker.ipc_endpoint`).
+Seed 003's ``ProcessManager`` on the Coretsia supervisor. This package is the facade users
+import from; the code lives by program: what an entry is, its ``@process`` declaration
+and discovery, the registry and its rules, the errors and the snapshot the generation
+carries in :mod:`coretsia.supervisor.process_entries`; the manager with ``start``/``stop``
+and the pool mounted in a host's event loop in :mod:`coretsia.supervisor.process_manager`;
+how an entry worker rebuilds and runs an entry (:class:`Terminated`), the ``pool`` it
+receives (:class:`WorkerPool`) and its message endpoint in
+:mod:`coretsia.supervisor.worker_side` (``entry_worker``, ``entry_pool``, ``entry_ipc``).
 
 Every worker is a fresh interpreter, so an entry is re-created there from its
 ``module:qualname`` (:func:`target_of`): the object registered in the parent is built

@@ -37,8 +37,8 @@ __all__ = ["discover"]
 def discover(modules: Iterable[str], manager: RegistryOwner | Registry) -> tuple[Discovered, ...]:
     """Import ``modules``, register their ``@process`` classes on ``manager``.
 
-    ``manager`` is a :class:`~.manager.ProcessManager` or a bare registry. Returns every
-    decorated class found (enabled, disabled and ``workers=0`` alike), in module order
+    ``manager`` is a ``ProcessManager`` or a bare registry. Returns every decorated class
+    found (enabled, disabled and ``workers=0`` alike), in module order
     and then definition order; they are also recorded in the registry for the
     generation. A class is found in the module that defines it, never where it is merely
     imported.

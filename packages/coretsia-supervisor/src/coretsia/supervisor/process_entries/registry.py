@@ -1,12 +1,12 @@
 """The registry of a named pool: its entries, its pool-wide IPC settings, and their closing.
 
 :class:`Registry` is the one owner of registration state, and every way in uses its
-public methods: :class:`~.manager.ProcessManager` (``add``, ``add_batch``, the setters),
+public methods: ``ProcessManager`` (``add``, ``add_batch``, the setters),
 :func:`~.discovery.discover` (:meth:`Registry.plan` every class, then one
 :meth:`Registry.commit`), a ``[[process]]`` table (one :meth:`Registry.add`), the
-runtime's start (:meth:`Registry.close`) and :func:`~.snapshot.snapshot` (the queries).
+runtime's start (:meth:`Registry.close`) and :func:`~.record.snapshot` (the queries).
 Those modules import this one and never the other way round, which is what keeps
-``process/`` free of import cycles.
+``process_entries/`` free of import cycles.
 
 Rules, as seed 003 states them:
 
@@ -243,9 +243,9 @@ class Registry:
 
 
 class RegistryOwner(Protocol):
-    """What holds a registry: a :class:`~.manager.ProcessManager`, named by its shape.
+    """What holds a registry: a ``ProcessManager``, named by its shape.
 
-    :func:`~.snapshot.snapshot` and :func:`~.discovery.discover` accept a manager or a
+    :func:`~.record.snapshot` and :func:`~.discovery.discover` accept a manager or a
     registry. The manager imports the runtime, which writes snapshots, so those modules
     name the manager by what they read from it instead of importing it.
     """

@@ -7,7 +7,8 @@ budgets, respawn pace, async event loop) from the root's ``coretsia.toml`` ``[wo
 table, or the defaults. The table's task-worker settings and ``[[process]]`` entries are
 not used: this pool runs exactly the manager's registrations.
 
-The runtime sees the manager's :class:`~.registry.Registry` only, never the manager
+The runtime sees the manager's
+:class:`~coretsia.supervisor.process_entries.registry.Registry` only, never the manager
 (which imports this module).
 
 Guards, in order (seed 003 asks for a start "in a clean CLI"):

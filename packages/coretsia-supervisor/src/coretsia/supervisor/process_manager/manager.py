@@ -1,8 +1,9 @@
-"""Seed 003's ``ProcessManager`` in Python names: a :class:`~.registry.Registry` that runs.
+"""Seed 003's ``ProcessManager`` in Python names: a :class:`Registry` that runs.
 
 The manager is the application's handle on a named pool. Registration, its rules and
-its closing belong to the registry it holds (:mod:`.registry`); the pool runtime
-(``start`` and ``stop``, on the supervisor, guardian and launcher) is :mod:`.lifecycle`,
+its closing belong to the registry it holds
+(:mod:`coretsia.supervisor.process_entries.registry`); the pool runtime (``start`` and
+``stop``, on the supervisor, guardian and launcher) is :mod:`.lifecycle`,
 which closes the registry at its first start attempt. What is left here is seed 003's
 API (:class:`~.interface.ProcessManagerInterface`): chaining setters, the lookups by name,
 and the two lifecycle calls; plus :meth:`ProcessManager.running`, the pool mounted in a
@@ -111,7 +112,7 @@ class ProcessManager:
         return self._registry.entries()
 
     def discovered(self) -> tuple[Discovered, ...]:
-        """The ``@process`` declarations :func:`.discovery.discover` found, in order."""
+        """The ``@process`` declarations ``discover`` found, in order."""
         return self._registry.discovered()
 
     # -- pool-wide settings ---------------------------------------------------------

@@ -20,8 +20,8 @@ until the pool's thread ended: after the guardian reported every worker gone and
 lock was released. That wait is bounded by the pool's own budgets (the supervisor's
 shutdown is).
 
-Guards (codes in :mod:`.errors`): the creator process, not inside a managed worker
-(:class:`NestedPoolError`), a running asyncio or trio loop
+Guards (codes in :mod:`coretsia.supervisor.process_entries.errors`): the creator process,
+not inside a managed worker (:class:`NestedPoolError`), a running asyncio or trio loop
 (:class:`HostLoopUnsupportedError`), one pool per process
 (:class:`PoolAlreadyRunningError`), a manager runs its pool once
 (:class:`RegistrationClosedError`). No main-thread rule: the host may run its loop in

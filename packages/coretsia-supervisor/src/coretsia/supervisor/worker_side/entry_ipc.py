@@ -5,7 +5,7 @@ Imported only by workers of a pool whose ``ipc_type`` is ``unixsock`` or ``msgqu
 The supervisor prepared the pool's resources before publishing the generation (see
 :mod:`~coretsia.supervisor.daemon.ipc_resources`); the generation's ``ipc`` record
 says where they are. Both modes offer the same three operations, so
-:class:`~.pool.WorkerPool` does not care which one runs:
+:class:`~.entry_pool.WorkerPool` does not care which one runs:
 
 * ``send(worker_id, data)``: one message to one worker of the pool, now, or
   :class:`MessageBufferFullError` (waiting for room is the ``WorkerPool``'s);

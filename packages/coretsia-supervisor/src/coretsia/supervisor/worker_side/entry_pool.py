@@ -15,7 +15,7 @@ ask for is the end of the whole pool:
   ``await receive_message_async()`` exchange messages of at most
   :data:`~coretsia.supervisor.process_entries.rules.MAX_MESSAGE_BYTES` (8,192) bytes between
   the pool's entry workers, by worker id, when the pool's ``ipc_type`` is ``unixsock``
-  or ``msgqueue`` (see :mod:`.ipc_endpoint`); with ``none`` they raise
+  or ``msgqueue`` (see :mod:`.entry_ipc`); with ``none`` they raise
   :class:`IpcUnavailableError`.
 
 Imported by the launcher after the generation is read (only for entry slots), so it

@@ -1,13 +1,13 @@
-"""The task worker's side of a pool, and what every worker shares: how it leaves.
+"""What every worker shares: how it leaves.
 
-A worker process runs :mod:`coretsia.supervisor.worker_side.launcher`, which boots it through this
-package: :mod:`.contract` checks what the spawner passed, :mod:`.channel` is the worker's
+A worker process runs :mod:`.launcher`, which boots it through the modules beside this
+one: :mod:`.contract` checks what the spawner passed, :mod:`.channel` is the worker's
 end of its channel (every frame it sends or reads passes the sans-IO
 :class:`~coretsia.worker_protocol.worker_conversation.WorkerConversation`),
-:mod:`.tasks` resolves the task source and hands it to :mod:`.loop`, the sequential
-units of work; :mod:`.heartbeat`, only when the generation asks for it, beats from
-``ready`` on. A slot past the task workers runs a process entry instead
-(:mod:`coretsia.supervisor.process.worker`).
+:mod:`.task_worker` resolves the task source and hands it to :mod:`.task_loop`, the
+sequential units of work; :mod:`.heartbeat`, only when the generation asks for it, beats
+from ``ready`` on. A slot past the task workers runs a process entry instead
+(:mod:`.entry_worker`).
 
 This module holds the little that every one of them needs: the exit statuses,
 :class:`WorkerExit`, how a process of ours leaves (:func:`leave`, which the ``start``

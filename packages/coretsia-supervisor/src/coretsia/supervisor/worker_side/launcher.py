@@ -5,22 +5,21 @@ its working directory. The launcher boots from the current immutable generation 
 nothing else (seed 000's "artifact-only boot"). A task slot (below the generation's
 ``workers``) resolves the task source, reports readiness, and runs the sequential worker
 loop until a cooperative stop, ``max_requests`` or a terminal failure; a slot past them
-runs a process entry (seed 003) through
-:mod:`coretsia.supervisor.worker_side.entry_worker`, whose exit statuses differ (it exits 1
-without a frame when the entry raised: the supervisor replaces it). Every spawn is a
-fresh interpreter, recycled and replaced ones included.
+runs a process entry (seed 003) through :mod:`.entry_worker`, whose exit statuses differ
+(it exits 1 without a frame when the entry raised: the supervisor replaces it). Every
+spawn is a fresh interpreter, recycled and replaced ones included.
 
-This module is the boot sequence; its steps live in :mod:`coretsia.supervisor.worker_side.exits`
-(the contract checks, the channel, the task source and the loop) and, for an entry, in
-:mod:`coretsia.supervisor.process.worker`. Interpreter start-up dominates pool start and
-recycle, so it imports at load time only :mod:`os`, :mod:`sys`, the tiny
-:mod:`coretsia.supervisor.worker_side.exits` package (the exit statuses) and the protocol's
-``parent_watch``; everything else (``ctypes``, ``_socket``, the protocol frames,
-:mod:`coretsia.supervisor.generation.published`) is imported inside the functions that need it,
-after the parent-death watch is armed. It never imports trio, attrs, cattrs or psutil (a
-test checks this with ``-X importtime``). With ``telemetry = "otel"`` in the generation,
-OpenTelemetry is imported once ``ready`` was sent (see :mod:`coretsia.supervisor.shared.otel`),
-so readiness never waits for it.
+This module is the boot sequence; its steps live beside it in the worker side (the
+contract checks, the channel, the task source and the loop; for an entry,
+:mod:`.entry_worker`, :mod:`.entry_pool` and :mod:`.entry_ipc`). Interpreter start-up
+dominates pool start and recycle, so it imports at load time only :mod:`os`, :mod:`sys`,
+the tiny :mod:`.exits` (the exit statuses) and the protocol's ``parent_watch``;
+everything else (``ctypes``, ``_socket``, the protocol frames,
+:mod:`coretsia.supervisor.generation.published`) is imported inside the functions that
+need it, after the parent-death watch is armed. It never imports trio, attrs, cattrs or
+psutil (a test checks this with ``-X importtime``). With ``telemetry = "otel"`` in the
+generation, OpenTelemetry is imported once ``ready`` was sent (see
+:mod:`coretsia.supervisor.shared.otel`), so readiness never waits for it.
 
 The contract with the spawner:
 

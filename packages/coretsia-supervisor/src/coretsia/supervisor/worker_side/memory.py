@@ -5,7 +5,7 @@ microseconds after each task, no library. Where there is no ``/proc`` (macOS, th
 untested platforms) :func:`resource.getrusage` gives the peak instead, which only grows:
 a worker that passed the limit once stays past it, so it retires all the same.
 
-A task worker looks after each task (:mod:`.loop`); a process entry has no task to look
+A task worker looks after each task (:mod:`.task_loop`); a process entry has no task to look
 after, so it looks every :data:`WATCH_INTERVAL_S` from a thread of its own
 (:func:`watch_memory`), built like the heartbeat's. Imported on the worker boot path only
 when ``max_memory_mb`` is on, and then only the standard library's builtins.
