@@ -44,7 +44,7 @@ from coretsia.supervisor.pool import Pool, StopCause
 from coretsia.supervisor.process.ipc_resources import PoolIpc
 from coretsia.supervisor.resident_memory import slot_resident_kib
 from coretsia.supervisor.runtime_files import RuntimeFiles
-from coretsia.supervisor.slots import Slots, mark_exited
+from coretsia.supervisor.slots import Slots
 from coretsia.supervisor.telemetry import NO_TELEMETRY, Telemetry
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.client import STOP_SLACK_S
@@ -117,9 +117,10 @@ class Supervisor:
         self._ipc = PoolIpc(root, spec)
         self._link: GuardianLink | None = None
         self._server: ControlServer | None = None
+        self._slots: Slots | None = None
         self._subscribers: list[trio.MemorySendChannel[ControlResponse]] = []
         self._pool = Pool.of_generation(spec, os.getpid(), driver, transport, containment)
-        self._guardian = GuardianEvents(self._pool, self._on_exit, self._broadcast)
+        self._guardian = GuardianEvents(self._pool, self._on_exited, self._broadcast)
 
     # -- the whole run ------------------------------------------------------------------
 
@@ -237,7 +238,8 @@ class Supervisor:
                 self._metrics.open(self._pool)  # under the lock, like the control server
             self._publish_state()
             self._files.publish_locator(self._credential)
-        return Slots(self._pool, link, config, pin, self._on_ready)
+        self._slots = Slots(self._pool, link, config, pin, self._on_ready, self._on_slot_exit)
+        return self._slots
 
     # -- what the slots and the guardian report -----------------------------------------
 
@@ -249,10 +251,12 @@ class Supervisor:
         if self._show_progress and starting:
             output.progress(self._pool.status_line())
 
-    def _on_exit(self, frame: Exited) -> None:
-        if mark_exited(self._pool, frame.slot, frame.exit_kind) and (
-            self._pool.status is not PoolStatus.STOPPING
-        ):
+    def _on_exited(self, frame: Exited) -> None:
+        if self._slots is not None:
+            self._slots.exited(frame.slot, frame.exit_kind)
+
+    def _on_slot_exit(self) -> None:
+        if self._pool.status is not PoolStatus.STOPPING:
             # A stop is one burst of exits, and its state file goes.
             self._publish_state_or_fail()
 
