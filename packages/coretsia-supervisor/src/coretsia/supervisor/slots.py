@@ -134,6 +134,7 @@ class Life:
             pass  # the worker is gone already; its exit is judged on its own
 
     def _close(self) -> None:
+        self._reading = False  # a reader that had not started yet never will
         if self._sock.fileno() != -1:
             trio.lowlevel.notify_closing(self._sock)
             self._sock.close()
