@@ -50,12 +50,12 @@ def test_every_exit_is_judged_as_the_worker_caused_it(
 
     chosen: dict[int, list[tuple[str, str]]] = collections.defaultdict(list)
     for line in (root / "lives.log").read_text().splitlines():
-        slot, _pid, where, kind = line.split()
-        chosen[int(slot)].append((where, kind))
+        index, _pid, where, kind = line.split()
+        chosen[int(index)].append((where, kind))
     told = _stories(supervisor.logs)
     misjudged = []
     for slot, lives in chosen.items():
-        for (where, kind), story in zip(lives, told[slot]):
+        for (where, kind), story in zip(lives, told[slot], strict=False):
             ready, exited = story
             expected = (where != "before-ready", kind, where == "mid-frame")
             if (ready, exited["exit_kind"], exited.get("mid_frame", False)) != expected:

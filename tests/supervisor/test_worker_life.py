@@ -52,10 +52,10 @@ from coretsia.worker_protocol.worker_channel import (
 
 ENTRYPOINT = "worker.task"
 
-_ANY_TIME = st.sampled_from(
+_ANY_TIME: st.SearchStrategy[WorkerFrame] = st.sampled_from(
     [TaskFailed(error_type="ValueError"), TaskLeaseLost(), Failed(reason=Reason.CHILD_START_FAILED)]
 )
-_AFTER_READY = st.sampled_from(
+_AFTER_READY: st.SearchStrategy[WorkerFrame] = st.sampled_from(
     [Heartbeat(), SourceUnavailable(fault=SourceFault.UNREACHABLE), SourceAvailable()]
 )
 

@@ -59,10 +59,10 @@ KIND = random.choice(KINDS)
 WHERE = random.choice(("after-ready", "mid-frame", "mid-task"))
 WORKER = any(arg.startswith("--coretsia-worker-slot=") for arg in sys.argv)
 SLOT = _arg("slot") if WORKER else -1  # the supervisor imports this module too, to check it
-if WORKER and not _first_life() and random.random() < 0.25:
-    if _lives() < int(os.environ["LIVES"]):
-        _record("before-ready")
-        _end()
+BEFORE_READY = WORKER and not _first_life() and random.random() < 0.25
+if BEFORE_READY and _lives() < int(os.environ["LIVES"]):
+    _record("before-ready")
+    _end()
 
 
 def life(pool, worker_id):
