@@ -14,6 +14,7 @@ from __future__ import annotations
 import socket
 
 import trio
+from frame_strategies import worker_reasons
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,6 +41,7 @@ from coretsia.worker_protocol.worker_channel import (
     Failed,
     Heartbeat,
     Ready,
+    RecycleCause,
     Retiring,
     ShutdownRequest,
     SourceAvailable,
@@ -52,8 +54,10 @@ from coretsia.worker_protocol.worker_channel import (
 
 ENTRYPOINT = "worker.task"
 
-_ANY_TIME: st.SearchStrategy[WorkerFrame] = st.sampled_from(
-    [TaskFailed(error_type="ValueError"), TaskLeaseLost(), Failed(reason=Reason.CHILD_START_FAILED)]
+_ANY_TIME: st.SearchStrategy[WorkerFrame] = st.one_of(
+    st.builds(Failed, worker_reasons, st.none() | st.sampled_from(SourceFault)),
+    st.builds(TaskFailed, st.just("ValueError"), st.none() | st.integers(1, 9)),
+    st.just(TaskLeaseLost()),
 )
 _AFTER_READY: st.SearchStrategy[WorkerFrame] = st.sampled_from(
     [Heartbeat(), SourceUnavailable(fault=SourceFault.UNREACHABLE), SourceAvailable()]
@@ -61,14 +65,15 @@ _AFTER_READY: st.SearchStrategy[WorkerFrame] = st.sampled_from(
 
 
 @st.composite
-def worker_frames(draw: st.DrawFn) -> list[WorkerFrame]:
+def conversations(draw: st.DrawFn) -> list[WorkerFrame]:
     """What a worker may say in one life, in its order (the conversation's rules)."""
     frames: list[WorkerFrame] = list(draw(st.lists(_ANY_TIME, max_size=3)))
+    # (``frame_strategies.worker_frames`` draws any frame; these follow the conversation.)
     if draw(st.booleans()):
         frames.append(Ready())
         frames += draw(st.lists(st.one_of(_ANY_TIME, _AFTER_READY), max_size=4))
     if draw(st.booleans()):
-        frames.append(Retiring())
+        frames.append(Retiring(cause=draw(st.sampled_from(RecycleCause))))
         frames += draw(st.lists(_ANY_TIME, max_size=2))
     if draw(st.booleans()):
         frames.append(ShutdownRequest())
@@ -92,7 +97,7 @@ def _story(life: Life) -> list[Happening]:
 
 @settings(max_examples=150, deadline=None)
 @given(
-    frames=worker_frames(),
+    frames=conversations(),
     cuts=st.lists(st.integers(min_value=1, max_value=40), max_size=12),
     read_first=st.integers(min_value=0, max_value=12),
     partial=st.booleans(),
@@ -174,7 +179,7 @@ def test_a_broken_rule_is_told_once_and_nothing_after_it() -> None:
 def lives(draw: st.DrawFn) -> tuple[list[WorkerFrame], list[Happening]]:
     """A worker's frames, and the story with its retirement turn (if it asked) at any
     place after its ``retiring``: before its exit, or after it (then never applied)."""
-    frames = draw(worker_frames())
+    frames = draw(conversations())
     story: list[Happening] = [*frames, Exit(draw(EXIT_KINDS))]
     asked = next((i for i, frame in enumerate(story) if isinstance(frame, Retiring)), None)
     if asked is not None and draw(st.booleans()):
@@ -225,6 +230,8 @@ def test_the_reducer_over_every_interleaving(
     assert slot.granted is turn_in_time
     assert slot.started is (started or ready)
     assert slot.retiring is retiring
+    causes = [frame.cause for frame in frames if isinstance(frame, Retiring)]
+    assert slot.retire_cause is (causes[0] if causes else RecycleCause.MAX_REQUESTS)
 
     verdict = judge(slot, starting=starting, entrypoint=ENTRYPOINT)
     assert _expected(
