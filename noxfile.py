@@ -272,6 +272,26 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session
+def lives(session: nox.Session) -> None:
+    """The full stress test of worker lives (tests/lifecycle/test_lifecycle_lives.py):
+    1,700 lives per mode, over 5,000 in all; not a default (several minutes).
+
+    ``CORETSIA_TEST_LIVES`` in the environment sets another count per mode.
+    """
+    _sync(session, "--all-packages")
+    count = os.environ.get("CORETSIA_TEST_LIVES", "1700")
+    session.run(
+        "python",
+        "-m",
+        "pytest",
+        "tests/lifecycle/test_lifecycle_lives.py",
+        "-q",
+        *session.posargs,
+        env={"CORETSIA_TEST_LIVES": count},
+    )
+
+
+@nox.session
 def bench_queue(session: nox.Session) -> None:
     """The queue benchmark (bench/pipeline.py): Coretsia's SQLite pipeline beside Huey's.
 

@@ -45,8 +45,9 @@ class StopCause(enum.Enum):
 class Slot:
     """One worker slot; its worker may be replaced (recycled) over the pool's life.
 
-    The events are those of the current worker (renewed at each spawn), so a task that
-    waits on one never wakes for a predecessor's.
+    Plain data: the story of its current worker's life moves it
+    (:func:`coretsia.supervisor.daemon.worker_life.hear`), and :meth:`renew` forgets that worker
+    when the next one is spawned.
     """
 
     index: int
@@ -57,20 +58,12 @@ class Slot:
     retiring: bool = False
     retire_cause: RecycleCause = RecycleCause.MAX_REQUESTS
     """Why the current worker asked to retire (read once ``retiring``)."""
+    granted: bool = False
+    """The current worker, having asked, was granted its retirement (``retire`` sent)."""
     started: bool = False
     """Some worker of this slot has been ready: for an entry, what ``start`` waits for."""
-    settled: trio.Event = attrs.field(factory=trio.Event)
-    """Set when the current worker became ready or exited, whichever came first."""
-    exited: trio.Event = attrs.field(factory=trio.Event)
     exit_kind: ExitKind | None = None
-    """How the current worker ended (the guardian's word), once ``exited`` is set."""
-    granted: trio.Event = attrs.field(factory=trio.Event)
-    """Set when the current worker, having asked, may retire (its ``retire`` turn)."""
-    news: trio.Event = attrs.field(factory=trio.Event)
-    """Set with ``exited`` or ``granted``, whichever comes first: the one event the slot's
-    task waits on (a task per event would be more tasks to cancel at every stop)."""
-    channel_closed: trio.Event = attrs.field(factory=trio.Event)
-    """Set when the current worker's channel reached its end: every frame was read."""
+    """How the current worker ended (the guardian's word), once ``state`` is EXITED."""
     spawned_at: float = -math.inf
     """When the current worker was spawned (``trio.current_time``), for the respawn pace."""
     ready_at: float | None = None
@@ -92,12 +85,8 @@ class Slot:
         self.failed_reason = None
         self.retiring = False
         self.retire_cause = RecycleCause.MAX_REQUESTS
-        self.settled = trio.Event()
-        self.exited = trio.Event()
+        self.granted = False
         self.exit_kind = None
-        self.granted = trio.Event()
-        self.news = trio.Event()
-        self.channel_closed = trio.Event()
         self.spawned_at = now
         self.ready_at = None
         self.unresponsive = False

@@ -1,30 +1,29 @@
-"""The slot state machine: one task per slot spawns its worker, reads its channel, judges
-its exit and replaces or recycles it.
+"""The slot driver: one task per slot spawns its worker, follows the story of its life,
+judges its exit and replaces or recycles it.
 
-Each slot's task runs under :meth:`Pool.until_ending`, so the pool's first stop or failure
-cancels every pending judgement, back-off and recycle at once; nothing polls a flag. The
-reader of each worker's channel runs outside that scope, in the slot's own nursery, and
-reads to the channel's end even during a stop: a worker that drains still reports its
-failed tasks, and never writes into a channel closed under it.
-
-A worker's exit (the guardian's channel) and its last frames (its own channel) travel on
-different sockets: the exit is judged only once the worker's channel reached its end, so
-a ``retiring`` or ``failed`` frame is never overtaken by the exit it announced.
+The story of one worker's life is one ordered stream (:mod:`coretsia.supervisor.daemon.worker_life`
+says why the exit is always last): :class:`Life` feeds it from the worker's channel and
+ends it with the guardian's ``exited``, and the slot's task applies it, event by event,
+with :func:`~coretsia.supervisor.daemon.worker_life.hear`. The task follows the story outside
+:meth:`Pool.until_ending`, to the exit even during a stop: a worker that drains still
+reports its failed tasks, and never writes into a channel closed under it. Only the
+judgement, the respawn pace and the next spawn run under it, so the pool's first stop or
+failure cancels them at once; nothing polls a flag.
 
 With ``heartbeat_timeout_ms`` on, each worker's life also runs its
 :class:`~coretsia.supervisor.daemon.heartbeat_watch.HeartbeatWatch` from ``ready`` to its exit;
-every frame the reader gets renews it.
+every frame renews it.
 """
 
 from __future__ import annotations
 
 import collections
-import enum
 import logging
+import math
 import socket
 import sys
 from collections.abc import Callable
-from typing import Final, NamedTuple
+from typing import Final
 
 import trio
 
@@ -33,14 +32,22 @@ from coretsia.supervisor.daemon.guardian_link import GuardianLink
 from coretsia.supervisor.daemon.heartbeat_watch import HeartbeatWatch
 from coretsia.supervisor.daemon.pool import Pool, Slot, SlotState, StopCause
 from coretsia.supervisor.daemon.respawn import RespawnPolicy
+from coretsia.supervisor.daemon.worker_life import (
+    Act,
+    Broken,
+    Exit,
+    Granted,
+    Happening,
+    Verdict,
+    hear,
+    judge,
+)
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import (
     ProtocolError,
-    RuntimeEntrypointError,
     WorkerError,
     WorkerLifecycleFailedError,
     WorkerStartFailedError,
-    error_for,
 )
 from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.internal.guardian import Spawn
@@ -50,10 +57,6 @@ from coretsia.worker_protocol.lifecycle import GENERATIONS_DIR
 from coretsia.worker_protocol.runtime_entrypoints import entrypoint_for
 from coretsia.worker_protocol.vocabulary import PoolStatus
 from coretsia.worker_protocol.worker_channel import (
-    Failed,
-    Ready,
-    Retiring,
-    ShutdownRequest,
     SourceAvailable,
     SourceUnavailable,
     TaskFailed,
@@ -68,30 +71,112 @@ LAUNCHER_CODE: Final = "from coretsia.supervisor.worker_side.launcher import mai
 every worker boot a few milliseconds and about 0.2 MiB; the command line still names the
 launcher."""
 
-LAST_WORDS_S: Final = 1.0
-"""How long a judgement waits for the worker's channel to end (a grandchild may hold it)."""
-
 GROUP_SIGNAL_GRACE_S: Final = 0.5
 """How long a SIGTERMed worker's exit waits for the pool's own stop to land.
 
 A service manager that signals the whole group (systemd's default
 ``KillMode=control-group``, a terminal's process group) reaches the workers and the
-supervisor at the same instant: a graceful stop must not be misread as a crash."""
+supervisor at the same instant: a graceful stop must not be misread as a crash. Nothing
+causal links the two signals (the worker dies by the signal's default action and says
+nothing; the supervisor's may be sent after it), so this one wait stays: see
+``docs/architecture.md``, "One story per worker life"."""
+
+_CHUNK: Final = 65536
+"""Most bytes read from a worker's channel at once."""
 
 
-class _Channel(NamedTuple):
-    """Our end of one worker's channel, the rules it follows, and (heartbeat on) when the
-    worker was last heard."""
+class Life:
+    """Our end of one worker's channel, read into the story of its life.
 
-    sock: trio.socket.SocketType
-    conversation: SupervisorConversation
-    heartbeat: HeartbeatWatch | None
+    Two parties feed the story, in one task each and never at once: :meth:`read`, as
+    the worker's frames arrive, and :meth:`end`, when the guardian reports the exit. The
+    exit comes after everything the worker wrote, which is therefore already in our end
+    of the channel: :meth:`end` reads it without waiting, then appends the exit and closes
+    the channel. Bytes a grandchild that kept the descriptor writes later are not this
+    life's.
+    """
 
+    def __init__(self, sock: socket.socket, heartbeat: HeartbeatWatch | None) -> None:
+        sock.setblocking(False)  # noqa: FBT003 - the standard library's own signature
+        self._sock = sock
+        self._conversation = SupervisorConversation()
+        self.heartbeat = heartbeat
+        self._tell, self.story = trio.open_memory_channel[Happening](math.inf)
+        self._reading = True
+        self._broken = False
 
-class _Next(enum.Enum):
-    RECYCLE = "recycle"
-    REPLACE = "replace"
-    END = "end"
+    async def read(self) -> None:
+        """Read frames as they come, until the channel ends or breaks, or the life does."""
+        try:
+            while self._reading:
+                await trio.lowlevel.wait_readable(self._sock)
+                self._pull()
+        except trio.ClosedResourceError:
+            pass  # :meth:`end` closed the channel: the story is complete
+        finally:
+            self._close()  # its end, a broken rule, or the run's
+
+    def end(self, exit_kind: ExitKind) -> None:
+        """The guardian reaped the worker: read its last words, then tell its exit."""
+        self._pull()
+        mid_frame = self._finish()
+        self._tell.send_nowait(Exit(exit_kind, mid_frame))
+        self._close()
+
+    def grant(self) -> None:
+        """The worker's turn to retire came (it is told in the story's order)."""
+        self._tell.send_nowait(Granted.TURN)
+
+    def send_retire(self) -> None:
+        """Send the ``retire`` grant: one short frame, into a buffer nothing else uses."""
+        try:
+            self._sock.send(self._conversation.send_retire())
+        except OSError:
+            pass  # the worker is gone already; its exit is judged on its own
+
+    def _close(self) -> None:
+        self._reading = False  # a reader that had not started yet never will
+        if self._sock.fileno() != -1:
+            trio.lowlevel.notify_closing(self._sock)
+            self._sock.close()
+
+    def _pull(self) -> None:
+        """Tell every frame whose bytes are already here; never wait."""
+        while self._reading:
+            try:
+                data = self._sock.recv(_CHUNK)
+            except BlockingIOError:
+                return
+            except OSError:
+                data = b""  # reset: the worker is gone, and its exit will say how
+            if not data:
+                self._reading = False  # its end: the exit tells how it ended
+                return
+            self._conversation.receive_data(data)
+            self._tell_frames()
+
+    def _tell_frames(self) -> None:
+        conversation = self._conversation
+        try:
+            while not isinstance(frame := conversation.next_event(), Need):
+                if self.heartbeat is not None:
+                    self.heartbeat.heard()  # any frame: a heartbeat says no more
+                self._tell.send_nowait(frame)
+        except ProtocolError:
+            self._tell.send_nowait(Broken(conversation.failure()))
+            self._reading = False
+            self._broken = True
+
+    def _finish(self) -> bool:
+        """Close the conversation; True if the channel ended inside a frame."""
+        if self._broken:
+            return False
+        self._conversation.receive_data(b"")
+        try:
+            self._conversation.next_event()
+        except ProtocolError:  # ``frame-truncated``: it died writing that frame
+            return True
+        return False
 
 
 class RetireTurns:
@@ -99,19 +184,20 @@ class RetireTurns:
 
     A pool of N never has more than one slot out of service for a recycle, however the
     workers' request counts line up. The turn is held from the grant until the
-    replacement is ready (or the slot's task ends). A process entry (``max_memory_mb``)
-    is granted at once and takes no turn: it serves no tasks, and one that is slow to
-    return to its stop must not keep the task workers from theirs.
+    replacement is ready (or exits, or the slot's task ends). A process entry
+    (``max_memory_mb``) is granted at once and takes no turn: it serves no tasks, and one
+    that is slow to return to its stop must not keep the task workers from theirs.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, grant: Callable[[Slot], None]) -> None:
+        self._grant_to = grant
         self._waiting: collections.deque[Slot] = collections.deque()
         self._holder: Slot | None = None
 
     def ask(self, slot: Slot) -> None:
         """``slot``'s worker sent ``retiring``: queue it and grant if nobody holds the turn."""
         if slot.entry:
-            _grant(slot)
+            self._grant_to(slot)
             return
         self._waiting.append(slot)
         self._grant()
@@ -129,12 +215,7 @@ class RetireTurns:
             # asked, is passed over.
             if slot.state is SlotState.READY and slot.retiring:
                 self._holder = slot
-                _grant(slot)
-
-
-def _grant(slot: Slot) -> None:
-    slot.granted.set()
-    slot.news.set()
+                self._grant_to(slot)
 
 
 class Slots:
@@ -147,6 +228,7 @@ class Slots:
         config: PoolConfig,
         pin: str,
         on_ready: Callable[[], None],
+        on_exit: Callable[[], None],
     ) -> None:
         self._pool = pool
         self._link = link
@@ -162,146 +244,160 @@ class Slots:
         self._heartbeat_timeout_s = config.budgets.heartbeat_timeout_ms / 1000
         self._pin = pin
         self._on_ready = on_ready
-        self._turns = RetireTurns()
+        self._on_exit = on_exit
+        self._turns = RetireTurns(self._grant)
+        self._lives: dict[int, Life] = {}
+        """The live workers' lives, by slot: from the spawn request to the exit."""
+
+    def exited(self, index: int, exit_kind: ExitKind) -> bool:
+        """The guardian reports that ``index``'s worker exited: end its life's story.
+
+        False for a slot with no live worker (none the pool knows)."""
+        life = self._lives.pop(index, None)
+        if life is None:
+            return False
+        life.end(exit_kind)
+        return True
 
     async def keep(self, slot: Slot, *, task_status: trio.TaskStatus[None]) -> None:
         """Spawn ``slot``'s first worker (then report started), and keep the slot served
         until the pool ends."""
         async with trio.open_nursery() as readers:
-            with self._pool.until_ending():
-                try:
-                    channel = await self._spawn(slot, readers)
-                finally:
-                    task_status.started()
-                try:
-                    if channel is not None:
-                        await self._serve(slot, channel, readers)
-                finally:
-                    self._turns.release(slot)
-
-    async def _serve(self, slot: Slot, channel: _Channel, readers: trio.Nursery) -> None:
-        while True:
-            exit_kind = await self._live(slot, channel)
-            step = await self._judge(slot, exit_kind)
-            if step is _Next.END:
-                return
             try:
-                respawned = await self._respawn_ready(slot, readers)
-                if respawned is None:
-                    return
-                channel = respawned
+                life = None
+                with self._pool.until_ending():
+                    try:
+                        life = await self._spawn(slot, readers)
+                    finally:
+                        task_status.started()
+                ready_by = math.inf  # the first start's timeout is the pool's start's
+                while life is not None:
+                    await self._follow(slot, life, ready_by)
+                    life = None
+                    if self._pool.ending:
+                        return  # exits of a stop are the shutdown's, not the slot's
+                    with self._pool.until_ending():
+                        if await self._judge(slot):
+                            life = await self._spawn(slot, readers)
+                            ready_by = trio.current_time() + self._start_timeout_s
             finally:
-                if step is _Next.RECYCLE:
-                    self._turns.release(slot)
+                self._turns.release(slot)
 
     # -- one worker's life --------------------------------------------------------------
 
-    async def _spawn(self, slot: Slot, readers: trio.Nursery) -> _Channel | None:
+    async def _spawn(self, slot: Slot, readers: trio.Nursery) -> Life | None:
         """Ask the guardian for a worker of ``slot`` and start reading its channel.
 
-        Return our end of the channel, or None when the guardian could not be asked (the
-        pool has failed)."""
+        Return its life, or None when the guardian could not be asked (the pool has
+        failed)."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         timeout_s = self._heartbeat_timeout_s
-        channel = _Channel(
-            trio.socket.from_stdlib_socket(ours),
-            SupervisorConversation(),
-            HeartbeatWatch(timeout_s) if timeout_s else None,
-        )
+        life = Life(ours, HeartbeatWatch(timeout_s) if timeout_s else None)
         slot.renew(trio.current_time())
         event("worker.spawned", slot=slot.index)  # stamped with spawned_at: the request
+        self._lives[slot.index] = life  # before the request: its exit may follow at once
         try:
             await self._link.send(Spawn(slot=slot.index, argv=self._argv(slot)), (theirs.fileno(),))
         except WorkerError as exc:
-            channel.sock.close()
+            del self._lives[slot.index]
+            ours.close()
             self._pool.fail(exc)
             return None
         finally:
             theirs.close()
-        readers.start_soon(self._read, slot, channel)
-        return channel
+        readers.start_soon(life.read)
+        return life
 
-    async def _live(self, slot: Slot, channel: _Channel) -> ExitKind | None:
-        """Wait for the current worker's exit and its last words; send ``retire`` if it
-        asked for it and its turn comes. Return how it exited."""
-        if channel.heartbeat is None:
-            await self._retire_when_granted(slot, channel)
+    async def _follow(self, slot: Slot, life: Life, ready_by: float) -> None:
+        """Apply the story of ``slot``'s current worker up to its exit.
+
+        ``ready_by``: a replacement that is not ready by then fails the pool rather than
+        leave the slot out of service without a word."""
+        async with trio.open_nursery() as watch:  # the heartbeat's, from ready on
+            while True:
+                with trio.move_on_at(ready_by) as waiting:
+                    happening = await life.story.receive()
+                if waiting.cancelled_caught:
+                    self._pool.fail(WorkerStartFailedError(Reason.READINESS_TIMEOUT))
+                    ready_by = math.inf
+                    continue
+                act = hear(slot, happening)
+                if act is Act.END:
+                    watch.cancel_scope.cancel()
+                    self._ended(slot, happening)
+                    return
+                if act is Act.READY:
+                    ready_by = math.inf
+                if act is not None:
+                    self._act(slot, life, act, happening, watch)
+
+    def _act(
+        self, slot: Slot, life: Life, act: Act, happening: Happening, watch: trio.Nursery
+    ) -> None:
+        if act is Act.READY:
+            slot.ready_at = trio.current_time()
+            event("worker.ready", slot=slot.index)
+            self._turns.release(slot)  # a recycle's turn ends with its replacement ready
+            if life.heartbeat is not None:
+                watch.start_soon(life.heartbeat.watch, slot)
+            self._on_ready()
+            self._pool.note_ready()
+        elif act is Act.ASK_TURN:
+            self._turns.ask(slot)
+        elif act is Act.RETIRE:
+            if not self._pool.ending:  # a stop tells every worker already
+                event("worker.retired", slot=slot.index, cause=slot.retire_cause.value)
+                life.send_retire()
+        elif act is Act.STOP:
+            event("pool.shutdown_requested", slot=slot.index)
+            self._pool.request_stop(StopCause.APPLICATION)
+        elif act is Act.FAIL:
+            assert isinstance(happening, Broken)
+            self._pool.fail(happening.error)
         else:
-            async with trio.open_nursery() as life:
-                life.start_soon(self._watch_heartbeat, slot, channel.heartbeat)
-                await self._retire_when_granted(slot, channel)
-                life.cancel_scope.cancel()
-        with trio.move_on_after(LAST_WORDS_S):
-            await slot.channel_closed.wait()
-        return slot.exit_kind
+            log_frame(slot.index, happening)
 
-    async def _watch_heartbeat(self, slot: Slot, heartbeat: HeartbeatWatch) -> None:
-        """From ``ready`` on (a booting worker is the start timeout's business)."""
-        await slot.settled.wait()
-        if slot.state is SlotState.READY:
-            await heartbeat.watch(slot)
+    def _ended(self, slot: Slot, happening: Happening) -> None:
+        assert isinstance(happening, Exit)
+        if happening.mid_frame:
+            event("worker.exited", slot=slot.index, exit_kind=happening.kind.value, mid_frame=True)
+        else:
+            event("worker.exited", slot=slot.index, exit_kind=happening.kind.value)
+        if not slot.granted:
+            self._turns.release(slot)  # a replacement that exits before it is ready
+        self._on_exit()
 
-    async def _retire_when_granted(self, slot: Slot, channel: _Channel) -> None:
-        """Until the worker exits; if its turn to retire comes first, tell it on the way."""
-        await slot.news.wait()
-        if slot.exited.is_set():
-            return
-        event("worker.retired", slot=slot.index, cause=slot.retire_cause.value)
-        try:
-            await channel.sock.send(channel.conversation.send_retire())
-        except (OSError, trio.ClosedResourceError):
-            pass  # the worker is gone already; its exit is judged on its own
-        await slot.exited.wait()
+    def _grant(self, slot: Slot) -> None:
+        life = self._lives.get(slot.index)
+        if life is not None:
+            life.grant()
 
-    async def _judge(self, slot: Slot, exit_kind: ExitKind | None) -> _Next:
-        """Decide what a worker's exit means: recycle, replace, or the pool's failure."""
-        if exit_kind is ExitKind.SIGNAL_TERM:
+    async def _judge(self, slot: Slot) -> bool:
+        """Decide what a worker's exit means; True when the slot gets a new worker."""
+        if slot.exit_kind is ExitKind.SIGNAL_TERM:
             await trio.sleep(GROUP_SIGNAL_GRACE_S)  # the pool's own stop cancels us here
-        if slot.retiring and exit_kind is ExitKind.EXIT_0:
+        starting = self._pool.status is PoolStatus.STARTING
+        verdict = judge(slot, starting=starting, entrypoint=self._entrypoint)
+        if verdict is Verdict.RECYCLE:
             self._pool.recycles[slot.retire_cause] += 1
-            return _Next.RECYCLE  # a clean retirement, even before every slot is ready
-        if slot.entry and (slot.started or self._pool.status is not PoolStatus.STARTING):
-            # Seed 003: a returning or failing entry is replaced; only a first boot that
-            # never became ready fails the start, as a task worker's would.
-            return await self._replace(slot, exit_kind)
-        if slot.failed_reason is Reason.RUNTIME_ENTRYPOINT_UNAVAILABLE:
-            # The boot's guard: the Kernel's failure, named for this pool's entrypoint.
-            self._pool.fail(RuntimeEntrypointError(self._entrypoint))
-        elif slot.failed_reason is not None:
-            self._pool.fail(error_for(slot.failed_reason, slot.failed_fault))
-        elif self._pool.status is PoolStatus.STARTING:
-            self._pool.fail(WorkerStartFailedError(Reason.CHILD_START_FAILED))
-        else:
-            self._pool.fail(WorkerLifecycleFailedError(Reason.CHILD_EXITED))
-        return _Next.END
+            return True
+        if verdict is Verdict.REPLACE:
+            return await self._replace(slot)
+        self._pool.fail(verdict)
+        return False
 
-    async def _replace(self, slot: Slot, exit_kind: ExitKind | None) -> _Next:
+    async def _replace(self, slot: Slot) -> bool:
         """Wait out the pace :class:`RespawnPolicy` sets before an entry's next worker."""
         now = trio.current_time()
         lived = now - slot.ready_at if slot.ready_at is not None else 0.0
         slot.rapid_exits = self._respawn.next_rapid_exits(lived, slot.rapid_exits)
         if not self._respawn.admit(now):
             self._pool.fail(WorkerLifecycleFailedError(Reason.RESTART_INTENSITY_EXCEEDED))
-            return _Next.END
-        event("worker.replaced", slot=slot.index, exit_kind=exit_kind.value if exit_kind else "")
+            return False
+        exit_kind = slot.exit_kind.value if slot.exit_kind else ""
+        event("worker.replaced", slot=slot.index, exit_kind=exit_kind)
         await trio.sleep(self._respawn.delay(slot.spawned_at, slot.rapid_exits, now))
-        return _Next.REPLACE
-
-    async def _respawn_ready(self, slot: Slot, readers: trio.Nursery) -> _Channel | None:
-        """Spawn ``slot`` again and see it become ready within ``start_timeout_ms``.
-
-        A new worker that never reports ready fails the pool rather than leave the slot
-        out of service without a word. Return its channel, or None when the pool failed.
-        """
-        channel = await self._spawn(slot, readers)
-        if channel is None:
-            return None
-        with trio.move_on_after(self._start_timeout_s):
-            await slot.settled.wait()
-        if slot.state is SlotState.SPAWNING:
-            self._pool.fail(WorkerStartFailedError(Reason.READINESS_TIMEOUT))
-            return None
-        return channel
+        return True
 
     def _argv(self, slot: Slot) -> tuple[str, ...]:
         return (
@@ -315,90 +411,17 @@ class Slots:
             "--coretsia-worker-stop-fd=4",
         )
 
-    # -- the worker's channel -----------------------------------------------------------
 
-    async def _read(self, slot: Slot, channel: _Channel) -> None:
-        """Read the worker's frames to the channel's end; a broken rule fails the pool."""
-        closed = slot.channel_closed
-        conversation = channel.conversation
-        try:
-            with channel.sock:
-                while (frame := conversation.next_event()) is not Need.CLOSED:
-                    if frame is Need.DATA:
-                        conversation.receive_data(await channel.sock.recv(4096))
-                        continue
-                    if channel.heartbeat is not None:
-                        channel.heartbeat.heard()  # any frame: a heartbeat says no more
-                    self._on_frame(slot, frame)
-        except ProtocolError:
-            self._pool.fail(conversation.failure())
-        except OSError:
-            return
-        finally:
-            closed.set()
-
-    def _on_frame(self, slot: Slot, frame: object) -> None:
-        if isinstance(frame, Ready):
-            self._on_ready_frame(slot)
-        elif isinstance(frame, Failed):
-            slot.failed_reason = frame.reason
-            slot.failed_fault = frame.fault
-        elif isinstance(frame, TaskFailed):
-            log_task_failure(slot.index, frame)
-        elif isinstance(frame, Retiring):  # once per worker: the conversation sees to it
-            slot.retiring = True
-            slot.retire_cause = frame.cause
-            self._turns.ask(slot)
-        elif isinstance(frame, ShutdownRequest):
-            event("pool.shutdown_requested", slot=slot.index)
-            self._pool.request_stop(StopCause.APPLICATION)
-        else:
-            on_source_frame(slot, frame)
-
-    def _on_ready_frame(self, slot: Slot) -> None:
-        if slot.state is SlotState.EXITED:
-            # Its exit (guardian channel) overtook this frame (its own channel): it is
-            # not ready any more, but an entry that got this far did boot (it is
-            # replaced, not fatal).
-            slot.started = slot.started or slot.entry
-            self._pool.note_ready()
-            return
-        slot.state = SlotState.READY
-        slot.started = True
-        slot.ready_at = trio.current_time()
-        slot.settled.set()
-        event("worker.ready", slot=slot.index)
-        self._on_ready()
-        self._pool.note_ready()
-
-
-def mark_exited(pool: Pool, index: int, exit_kind: ExitKind) -> bool:
-    """The guardian reports that ``index``'s worker exited: wake the slot's task.
-
-    False for a slot the pool does not have."""
-    if not 0 <= index < len(pool.slots):
-        return False
-    slot = pool.slots[index]
-    slot.state = SlotState.EXITED
-    slot.exit_kind = exit_kind
-    slot.pid = None
-    slot.settled.set()
-    slot.exited.set()
-    slot.news.set()
-    event("worker.exited", slot=slot.index, exit_kind=exit_kind.value)
-    return True
-
-
-def on_source_frame(slot: Slot, frame: object) -> None:
-    """A worker's task source lost its backend, is back, or lost a lease meanwhile."""
-    if isinstance(frame, SourceUnavailable):
-        slot.source_fault = frame.fault
-        event("task_source.unavailable", logging.WARNING, slot=slot.index, fault=frame.fault.value)
+def log_frame(slot: int, frame: Happening) -> None:
+    """A frame that is only logged: a failed task, a task source's state, a lost lease."""
+    if isinstance(frame, TaskFailed):
+        log_task_failure(slot, frame)
+    elif isinstance(frame, SourceUnavailable):
+        event("task_source.unavailable", logging.WARNING, slot=slot, fault=frame.fault.value)
     elif isinstance(frame, SourceAvailable):
-        slot.source_fault = None
-        event("task_source.available", slot=slot.index)
+        event("task_source.available", slot=slot)
     elif isinstance(frame, TaskLeaseLost):
-        event("task.lease_lost", logging.WARNING, slot=slot.index)
+        event("task.lease_lost", logging.WARNING, slot=slot)
 
 
 def log_task_failure(slot: int, frame: TaskFailed) -> None:

@@ -43,7 +43,7 @@ from coretsia.supervisor.daemon.notify import Notifier
 from coretsia.supervisor.daemon.pool import Pool, StopCause
 from coretsia.supervisor.daemon.resident_memory import slot_resident_kib
 from coretsia.supervisor.daemon.runtime_files import RuntimeFiles
-from coretsia.supervisor.daemon.slots import Slots, mark_exited
+from coretsia.supervisor.daemon.slots import Slots
 from coretsia.supervisor.generation import published as generation
 from coretsia.supervisor.shared import output
 from coretsia.supervisor.shared.telemetry import NO_TELEMETRY, Telemetry
@@ -118,9 +118,10 @@ class Supervisor:
         self._ipc = PoolIpc(root, spec)
         self._link: GuardianLink | None = None
         self._server: ControlServer | None = None
+        self._slots: Slots | None = None
         self._subscribers: list[trio.MemorySendChannel[ControlResponse]] = []
         self._pool = Pool.of_generation(spec, os.getpid(), driver, transport, containment)
-        self._guardian = GuardianEvents(self._pool, self._on_exit, self._broadcast)
+        self._guardian = GuardianEvents(self._pool, self._on_exited, self._broadcast)
 
     # -- the whole run ------------------------------------------------------------------
 
@@ -238,7 +239,8 @@ class Supervisor:
                 self._metrics.open(self._pool)  # under the lock, like the control server
             self._publish_state()
             self._files.publish_locator(self._credential)
-        return Slots(self._pool, link, config, pin, self._on_ready)
+        self._slots = Slots(self._pool, link, config, pin, self._on_ready, self._on_slot_exit)
+        return self._slots
 
     # -- what the slots and the guardian report -----------------------------------------
 
@@ -250,10 +252,12 @@ class Supervisor:
         if self._show_progress and starting:
             output.progress(self._pool.status_line())
 
-    def _on_exit(self, frame: Exited) -> None:
-        if mark_exited(self._pool, frame.slot, frame.exit_kind) and (
-            self._pool.status is not PoolStatus.STOPPING
-        ):
+    def _on_exited(self, frame: Exited) -> None:
+        if self._slots is not None:
+            self._slots.exited(frame.slot, frame.exit_kind)
+
+    def _on_slot_exit(self) -> None:
+        if self._pool.status is not PoolStatus.STOPPING:
             # A stop is one burst of exits, and its state file goes.
             self._publish_state_or_fail()
 

@@ -39,6 +39,7 @@ SAFE_FIELDS: Final = SEED_SAFE_FIELDS | {
     "cause",
     "count",
     "fault",
+    "mid_frame",
 }
 """Seed 000's safe fields, plus the log-only ones (see the module docstring)."""
 
