@@ -1,47 +1,48 @@
-"""The engine of both internal conversations, sans-IO: who may say what, and when. Internal.
+"""The one conversation engine of every channel, sans-IO: who may say what, and when.
 
-The guardian channel (:mod:`.guardian_conversation`: supervisor and guardian) and the
-proc-host channel (:mod:`.proc_host_conversation`: guardian and proc host) are the same
-kind of exchange: the process above opens with ``hello``, the one below answers
-``welcome`` or ``refused``, then requests go down and reports come up. Each channel is a
-table of moves, ``(state, side, frame class) -> next state`` (h11's ``_state.py`` in
-miniature), run by one :class:`Conversation` per end: ``send`` checks our side's move and
-returns the frame's bytes; ``receive_data`` buffers the peer's bytes and ``next_event``
-checks its moves, returning a frame, :data:`Need.DATA
-<coretsia.worker_protocol.framing.Need>` or :data:`Need.CLOSED
-<coretsia.worker_protocol.framing.Need>`.
+Every channel Coretsia speaks is a conversation between two roles: control (client and
+server), worker (worker and supervisor), guardian (supervisor and guardian), proc host
+(guardian and proc host) and fork server (guardian and fork server). Each family
+declares, beside its frames, one :class:`Table` (data: ``(state, role, kind) -> next
+state``, h11's ``_state.py`` in miniature) and one subclass of :class:`Conversation`
+for its codec and the rules a table cannot say (a version to check, a MAC to verify, an
+answer owed); an end is that class with its role, as h11's ``Connection(our_role)``.
+This module knows no frame family.
 
-The rules both channels share (each channel's module adds its own):
+The I/O drives every end the same way: ``send(frame)`` checks our role's move and
+returns the frame's bytes; ``receive_data(data)`` buffers the peer's bytes (``b""``: it
+closed) and ``next_event()`` checks its moves, returning a frame, :data:`Need.DATA
+<coretsia.worker_protocol.framing.Need>` (read more) or :data:`Need.CLOSED
+<coretsia.worker_protocol.framing.Need>`. The trio ends read with
+:meth:`FramedChannel.receive
+<coretsia.worker_protocol.internal.runtime.channel.FramedChannel.receive>`, the blocking
+ends (the probe's client, a worker, the proc host, the fork server, none of which loads
+trio) with :func:`receive_blocking`: the two framed read loops.
 
-1. A frame that is not a move of its side in the current state is
+The rules every table follows:
+
+1. A frame that is not a move of its role in the current state is
    ``worker-frame-unexpected``: a
    :class:`~coretsia.worker_protocol.exceptions.LocalProtocolError` when we are asked to
    send it (the conversation is then broken: any later use raises again), a
    :class:`~coretsia.worker_protocol.exceptions.RemoteProtocolError` when the peer sent it
-   (as for anything that does not decode).
-2. The handshake checks versions with :mod:`.handshake`'s rule: ``hello`` carries the
-   opener's version and the answerer checks it on receipt; ``welcome`` carries the
-   answerer's and the opener checks it. A mismatch raises
-   ``worker-peer-version-mismatch``; the answerer may then only say ``refused``.
-3. ``refused`` carries one of the channel's refusal reasons; the opener's end raises it
-   as its own error (:func:`~coretsia.worker_protocol.exceptions.error_for`).
-4. ``spawned`` and ``spawn-failed`` answer a ``spawn`` of their slot, once each: no
-   answer without a spawn owed one.
-5. Reading ends at the peer's close or at the first error it raised: later
-   ``next_event`` calls return ``Need.CLOSED`` again, or raise
-   :class:`~coretsia.worker_protocol.exceptions.LocalProtocolError`. Sending goes on by
-   the table: the guardian reports the containment of a generation whose supervisor is
-   gone, to nobody.
+   (as for anything that does not decode, or that the family's rules refuse).
+2. A move to :data:`REPEAT` is a repeat the receiver tolerates: the peer's is read and
+   dropped, not reported again; our own is refused like any other frame out of place.
+3. The peer's close is a move of its role too, keyed :data:`CLOSE`: a table may say what
+   it stands for (the guardian contains the generation of a supervisor gone); without a
+   row it changes nothing. A frame of the peer's that breaks a rule counts as its close.
+   Once the peer is gone, every later move of ours takes its close's row again.
+4. Reading ends at the peer's close or at the first error it raised: later
+   ``next_event`` calls return ``Need.CLOSED`` again, or raise ``LocalProtocolError``.
+   Sending goes on by the table (the guardian reports the containment of a generation
+   whose supervisor is gone, to nobody), unless the table names a ``broken`` state:
+   then every error ends the conversation there (the control channel's ``ERROR``).
 
-Mutual authentication (issue 14) fits as more rows of the handshake, between ``hello``
-and ``welcome``: a proof frame each way, checked where rule 2 checks the version.
+Imported on the worker boot path and the probe path: no ``typing`` at run time.
 """
 
 from __future__ import annotations
-
-import enum
-from collections.abc import Mapping
-from typing import ClassVar, Generic, TypeVar
 
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import (
@@ -49,171 +50,217 @@ from coretsia.worker_protocol.exceptions import (
     ProtocolError,
     RemoteProtocolError,
     WorkerError,
-    error_for,
 )
 from coretsia.worker_protocol.framing import LineFramer, Need
-from coretsia.worker_protocol.internal import handshake
-from coretsia.worker_protocol.internal.guardian import Refused, Spawn, Spawned, SpawnFailed, Welcome
 
-S = TypeVar("S", bound=enum.Enum)
-F = TypeVar("F")
+# Not ``from typing import ...``: the worker boot and the probe import this module, where
+# importing typing costs milliseconds (docs/performance.md); type checkers honour it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import enum
+    from collections.abc import Callable, Hashable, Iterable
+    from typing import Any, Final, Protocol
 
+    class Framer(Protocol):
+        """Cuts what the peer sent into frames: :class:`LineFramer` for streams."""
 
-class Side(enum.Enum):
-    """Who says a frame: each channel has an opener and an answerer."""
+        def receive_data(self, data: bytes) -> None: ...
+        def next_frame(self) -> bytes | Need: ...
 
-    OPENER = "opener"
-    """Says ``hello``, then asks: the supervisor to its guardian, the guardian to its proc host."""
-    ANSWERER = "answerer"
-    """Answers the handshake, then reports: the guardian, the proc host."""
-
-
-Moves = Mapping[tuple[S, Side, type], S]
-"""A channel's table: which frame class moves which side from which state to which."""
-
-
-def moves(*rows: tuple[S, Side, tuple[type, ...], S]) -> dict[tuple[S, Side, type], S]:
-    """A table from rows ``(state, side, frame classes, next state)``."""
-    return {(start, side, kind): end for start, side, kinds, end in rows for kind in kinds}
+    Row = tuple[
+        "enum.Enum | Iterable[enum.Enum]", "Hashable", "Iterable[Hashable]", "enum.Enum | object"
+    ]
 
 
-def _error(ours: bool) -> type[ProtocolError]:
-    return LocalProtocolError if ours else RemoteProtocolError
+class _Marker:
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
 
 
-class Conversation(Generic[S, F]):
-    """One end of an internal channel: the channel's table for both sides, rules 1 to 5.
+CLOSE: Final = _Marker("CLOSE")
+"""The kind of the peer's close (rule 3)."""
 
-    A channel's module subclasses it once for its codec (``_encode``, ``_decode``,
-    ``_hello_version``), then once per end.
+REPEAT: Final = _Marker("REPEAT")
+"""The next state of a repeat the receiver drops (rule 2)."""
+
+
+def kind_of(frame: object) -> Hashable:
+    """A frame's key in a table: its class, unless the family says otherwise."""
+    return type(frame)
+
+
+class Table:
+    """One channel's moves, as data: ``(state, role, kind) -> next state``."""
+
+    __slots__ = ("broken", "kind", "moves", "roles", "start")
+
+    def __init__(
+        self,
+        start: enum.Enum,
+        roles: tuple[Hashable, Hashable],
+        rows: Iterable[Row],
+        *,
+        broken: enum.Enum | None = None,
+        kind: Callable[[Any], Hashable] = kind_of,
+    ) -> None:
+        """Rows are ``(state or states, role, kinds, next state)``; ``kind`` keys a frame
+        (its class by default); ``broken``: where every error ends (rule 4)."""
+        self.start = start
+        self.roles = roles
+        self.broken = broken
+        self.kind = kind
+        self.moves: dict[tuple[object, Hashable, Hashable], object] = {}
+        for states, role, kinds, end in rows:
+            for state in _each(states):
+                for key in kinds:
+                    self.moves[state, role, key] = end
+
+    def peer(self, role: Hashable) -> Hashable:
+        """The other end's role."""
+        first, second = self.roles
+        return second if role == first else first
+
+    def next_state(self, state: object, role: Hashable, key: Hashable) -> object | None:
+        """Where ``role`` saying ``key`` in ``state`` leads; None: not a move."""
+        return self.moves.get((state, role, key))
+
+
+def _each(states: object) -> tuple[object, ...]:
+    return tuple(states) if isinstance(states, (tuple, list, frozenset, set)) else (states,)
+
+
+class Conversation:
+    """One end of a channel: its table, its role, its state; rules 1 to 4.
+
+    A family subclasses it once for its codec (:meth:`_encode`, :meth:`_decode`) and its
+    own rules (:meth:`_check`, :meth:`_moved`).
     """
 
-    __slots__ = (
-        "_broken",
-        "_framer",
-        "_mismatch",
-        "_moves",
-        "_owed",
-        "_reading",
-        "_version",
-        "side",
-        "state",
-    )
+    __slots__ = ("_broken", "_framer", "_reading", "fault", "peer_gone", "role", "state", "table")
 
-    REFUSALS: ClassVar[frozenset[Reason] | None] = None
-    """The reasons ``refused`` may carry on this channel; None: any."""
-
-    def __init__(self, side: Side, table: Moves[S], start: S, version: str = "") -> None:
-        self._framer = LineFramer()
-        self._moves = table
-        self.side = side
-        self.state = start
-        self._version = version
-        """Ours: given to the answerer's end, taken from ``hello`` at the opener's."""
-        self._mismatch = False
-        self._owed: dict[int, int] = {}
+    def __init__(self, table: Table, role: Hashable, framer: Framer | None = None) -> None:
+        self.table = table
+        self.role = role
+        self.state: Any = table.start
+        self._framer: Framer = LineFramer() if framer is None else framer
         self._broken = False
         self._reading = True
+        self.peer_gone = False
+        """The peer closed its end, or broke a rule (rule 3)."""
+        self.fault: tuple[Any, Hashable] | None = None
+        """Where reading broke: the state, and the kind of the frame (None: undecodable)."""
 
-    # -- the channel's part -------------------------------------------------------------
+    # -- the family's part --------------------------------------------------------------
 
-    def _encode(self, frame: F) -> bytes:
+    def _encode(self, frame: Any) -> bytes:
         raise NotImplementedError
 
-    def _decode(self, line: bytes) -> F:
+    def _decode(self, data: bytes) -> Any:
         raise NotImplementedError
 
-    def _hello_version(self, frame: F) -> str | None:
-        """The version ``frame`` carries if it is this channel's ``hello``."""
-        raise NotImplementedError
+    def _check(self, frame: Any, *, ours: bool) -> None:
+        """The family's rules on a legal move, before it is taken; raise to refuse it."""
 
-    def _moved(self, frame: F, *, ours: bool) -> None:
-        """Called after each legal move (the guardian's end adds its own)."""
-
-    def _peer_left(self) -> None:
-        """Called when reading ends (the guardian's end treats it as the supervisor's loss)."""
+    def _moved(self, frame: Any, *, ours: bool) -> None:
+        """After the move: what the move itself raises (a refusal, a wrong proof)."""
 
     # -- the I/O's part -----------------------------------------------------------------
 
-    def send(self, frame: F) -> bytes:
-        """``frame``'s bytes, if our side may say it now."""
-        if self._broken:
-            raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
+    def send(self, frame: Any) -> bytes:
+        """``frame``'s bytes, if our role may say it now."""
+        self._usable()
         try:
             self._move(frame, ours=True)
-        except LocalProtocolError:
-            self._broken = True
+            return self._encode(frame)
+        except ProtocolError:
+            self._break()
             raise
-        return self._encode(frame)
 
     def receive_data(self, data: bytes) -> None:
         """Buffer bytes read from the peer; ``b""`` means it closed the channel."""
         self._framer.receive_data(data)
 
-    def next_event(self) -> F | Need:
-        """The peer's next frame, or what is needed first (rule 5 once reading ended)."""
-        if self._broken or not self._reading:
+    def next_event(self) -> Any:
+        """The peer's next frame, or what is needed first (rule 4 once reading ended)."""
+        self._usable()
+        if not self._reading:
             raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
+        key: Hashable = None
         try:
-            line = self._framer.next_frame()
-            if isinstance(line, Need):
-                if line is Need.CLOSED:
-                    self._peer_left()
-                return line
-            frame = self._decode(line)
-            self._move(frame, ours=False)
+            while True:
+                data = self._framer.next_frame()
+                if isinstance(data, Need):
+                    if data is Need.CLOSED:
+                        self._peer_left()
+                    return data
+                frame = self._decode(data)
+                key = self.table.kind(frame)
+                if self._move(frame, ours=False):
+                    return frame
+        except LocalProtocolError as exc:  # the peer made us break a rule: its fault
+            self._read_failed(key)
+            raise RemoteProtocolError(exc.reason, exc.path) from None
         except WorkerError:
-            self._reading = False
-            self._peer_left()
+            self._read_failed(key)
             raise
-        return frame
 
     # -- the rules ----------------------------------------------------------------------
 
-    def _move(self, frame: F, *, ours: bool) -> None:
-        """Check ``frame`` against the table and rules 2 to 4, then take the move."""
-        side = self.side if ours else _other(self.side)
-        end = self._moves.get((self.state, side, type(frame)))
-        if end is None:
-            raise _error(ours)(Reason.FRAME_UNEXPECTED)
-        if isinstance(frame, Welcome):
-            if ours and self._mismatch:
-                raise LocalProtocolError(Reason.FRAME_UNEXPECTED)  # rule 2: refused only
-            if not ours:
-                handshake.check_peer_version(self._version, frame.peer_version)
-        elif isinstance(frame, Refused):
-            if self.REFUSALS is not None and frame.reason not in self.REFUSALS:
-                raise _error(ours)(Reason.FRAME_INVALID_VALUE, "$.reason")
-        elif isinstance(frame, Spawn):
-            self._owed[frame.slot] = self._owed.get(frame.slot, 0) + 1
-        elif isinstance(frame, (Spawned, SpawnFailed)):
-            self._settle(frame.slot, ours=ours)
+    def _move(self, frame: Any, *, ours: bool) -> bool:
+        """Rules 1 to 3 and the family's; False for a repeat dropped."""
+        role = self.role if ours else self.table.peer(self.role)
+        end = self.table.next_state(self.state, role, self.table.kind(frame))
+        if end is None or (end is REPEAT and ours):
+            raise (LocalProtocolError if ours else RemoteProtocolError)(Reason.FRAME_UNEXPECTED)
+        if end is REPEAT:
+            return False
+        self._check(frame, ours=ours)
         self.state = end
+        if self.peer_gone:
+            self._take_close()
         self._moved(frame, ours=ours)
-        # What the move itself raises: the answerer's version check (``refused`` is then
-        # its one legal answer) and the opener's refusal.
-        version = self._hello_version(frame)
-        if version is not None and ours:
-            self._version = version
-        elif version is not None:
-            try:
-                handshake.check_peer_version(self._version, version)
-            except WorkerError:
-                self._mismatch = True
-                raise
-        elif isinstance(frame, Refused) and not ours:
-            raise error_for(frame.reason)
+        return True
 
-    def _settle(self, slot: int, *, ours: bool) -> None:
-        """Rule 4: an answer pays one spawn owed for its slot."""
-        owed = self._owed.get(slot, 0)
-        if not owed:
-            raise _error(ours)(Reason.FRAME_UNEXPECTED)
-        if owed == 1:
-            del self._owed[slot]
+    def _peer_left(self) -> None:
+        self.peer_gone = True
+        self._take_close()
+
+    def _take_close(self) -> None:
+        end = self.table.next_state(self.state, self.table.peer(self.role), CLOSE)
+        if end is not None:
+            self.state = end
+
+    def _read_failed(self, key: Hashable) -> None:
+        self.fault = (self.state, key)
+        self._reading = False
+        if self.table.broken is not None:
+            self._break()
         else:
-            self._owed[slot] = owed - 1
+            self._peer_left()
+
+    def _break(self) -> None:
+        self._broken = True
+        if self.table.broken is not None:
+            self.state = self.table.broken
+
+    def _usable(self) -> None:
+        if self._broken:
+            raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
 
 
-def _other(side: Side) -> Side:
-    return Side.ANSWERER if side is Side.OPENER else Side.OPENER
+def receive_blocking(conversation: Conversation, read: Callable[[], bytes]) -> Any:
+    """The one blocking read loop: ``conversation``'s next event, reading with ``read``
+    (what the peer sent; ``b""`` at its end) for as long as it needs data.
+
+    For the ends that load no event loop (the probe's client, a worker, the proc host,
+    the fork server); the trio ends use :meth:`FramedChannel.receive
+    <coretsia.worker_protocol.internal.runtime.channel.FramedChannel.receive>`.
+    """
+    while (event := conversation.next_event()) is Need.DATA:
+        conversation.receive_data(read())
+    return event
