@@ -24,7 +24,9 @@ The rules every table follows:
 1. A frame that is not a move of its role in the current state is
    ``worker-frame-unexpected``: a
    :class:`~coretsia.worker_protocol.exceptions.LocalProtocolError` when we are asked to
-   send it (the conversation is then broken: any later use raises again), a
+   send it (the conversation is then broken: any later use raises again; unless the
+   table keeps refused sends harmless, as the worker's channel does so that a worker whose
+   own bug was refused can still report its failure), a
    :class:`~coretsia.worker_protocol.exceptions.RemoteProtocolError` when the peer sent it
    (as for anything that does not decode, or that the family's rules refuse).
 2. A move to :data:`REPEAT` is a repeat the receiver tolerates: the peer's is read and
@@ -97,7 +99,7 @@ def kind_of(frame: object) -> Hashable:
 class Table:
     """One channel's moves, as data: ``(state, role, kind) -> next state``."""
 
-    __slots__ = ("broken", "kind", "moves", "roles", "start")
+    __slots__ = ("broken", "kind", "moves", "refusal_breaks", "roles", "start")
 
     def __init__(
         self,
@@ -107,13 +109,16 @@ class Table:
         *,
         broken: enum.Enum | None = None,
         kind: Callable[[Any], Hashable] = kind_of,
+        refusal_breaks: bool = True,
     ) -> None:
         """Rows are ``(state or states, role, kinds, next state)``; ``kind`` keys a frame
-        (its class by default); ``broken``: where every error ends (rule 4)."""
+        (its class by default); ``broken``: where every error ends (rule 4);
+        ``refusal_breaks``: whether a refused send breaks our end (rule 1)."""
         self.start = start
         self.roles = roles
         self.broken = broken
         self.kind = kind
+        self.refusal_breaks = refusal_breaks
         self.moves: dict[tuple[object, Hashable, Hashable], object] = {}
         for states, role, kinds, end in rows:
             for state in _each(states):
@@ -178,7 +183,8 @@ class Conversation:
             self._move(frame, ours=True)
             return self._encode(frame)
         except ProtocolError:
-            self._break()
+            if self.table.refusal_breaks:
+                self._break()
             raise
 
     def receive_data(self, data: bytes) -> None:
