@@ -27,7 +27,6 @@ from coretsia.worker_protocol.internal.runtime.exit_kind import ExitKind
 from coretsia.worker_protocol.vocabulary import Containment, Driver, ShutdownPhase
 
 
-
 class Side(enum.Enum):
     """An internal channel's two ends, whatever their roles: the tests of both channels."""
 

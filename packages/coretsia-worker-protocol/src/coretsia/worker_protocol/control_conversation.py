@@ -187,11 +187,12 @@ class _ControlConversation(Conversation):
         """Rules 4 and 5: the terminal answer is the command's."""
         if isinstance(frame, ControlRequest):
             self._command = frame.command
-        elif self._command is not None and not isinstance(frame, StopProgress):
-            if not isinstance(frame, _TERMINAL[self._command]):
-                raise (LocalProtocolError if ours else RemoteProtocolError)(
-                    Reason.FRAME_UNEXPECTED
-                )
+        elif (
+            self._command is not None
+            and not isinstance(frame, StopProgress)
+            and not isinstance(frame, _TERMINAL[self._command])
+        ):
+            raise (LocalProtocolError if ours else RemoteProtocolError)(Reason.FRAME_UNEXPECTED)
 
     def _moved(self, frame: object, *, ours: bool) -> None:
         """Rule 7 on a received frame, once it is in its place: proved to be the peer's."""
