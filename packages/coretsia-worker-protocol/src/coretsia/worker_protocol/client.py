@@ -56,6 +56,7 @@ from coretsia.worker_protocol.exceptions import (
     error_for,
 )
 from coretsia.worker_protocol.framing import Need
+from coretsia.worker_protocol.internal.conversation import receive_blocking
 from coretsia.worker_protocol.lifecycle import FENCE_PATH, LOCATOR_PATH, LOCK_PATH
 from coretsia.worker_protocol.locator import MAX_LOCATOR_BYTES, Locator, decode_locator
 from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
@@ -209,18 +210,22 @@ class ControlClient:
         deadline = time.monotonic() + budget
         conversation = ClientConversation(locator.credential, locator.transport, locator.address)
         with self._connect(locator, deadline) as sock:
+
+            def read() -> bytes:
+                sock.settimeout(_remaining(deadline))
+                return sock.recv(4096)
+
             try:
                 sock.sendall(conversation.hello())
                 while True:
-                    answer = conversation.next_event()
-                    if answer is Need.DATA:
-                        sock.settimeout(_remaining(deadline))
-                        conversation.receive_data(sock.recv(4096))
-                    elif answer is Need.CLOSED:
+                    answer: Challenge | ControlResponse | Need = receive_blocking(
+                        conversation, read
+                    )
+                    if isinstance(answer, Need):  # closed: never DATA from the loop
                         # Closed before the terminal answer: a refused client, a version 1
                         # supervisor, a crash.
                         raise WorkerCommunicationFailedError
-                    elif isinstance(answer, Challenge):  # the server proved itself
+                    if isinstance(answer, Challenge):  # the server proved itself
                         sock.sendall(conversation.send(ControlRequest(command)))
                     elif isinstance(answer, StopProgress):
                         if on_progress is not None:

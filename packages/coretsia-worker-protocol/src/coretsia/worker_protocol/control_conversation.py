@@ -69,7 +69,6 @@ from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
 # importing typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Hashable
     from typing import Any, Final
 
     from coretsia.worker_protocol.control import ControlResponse
@@ -97,7 +96,7 @@ class ControlState(enum.Enum):
     """A rule was broken (or the peer's bytes did not decode): the conversation is over."""
 
 
-def _kind(frame: object) -> Hashable:
+def _kind(frame: object) -> object:
     """A request is keyed by its command (rules 4 and 5), any other frame by its class."""
     return frame.command if isinstance(frame, ControlRequest) else type(frame)
 
@@ -172,7 +171,7 @@ class _ControlConversation(Conversation):
 
         def seal(body: bytes) -> str | None:
             self._transcript.add(body)
-            return None if isinstance(frame, Hello) else self._transcript.mac(self.role)
+            return None if isinstance(frame, Hello) else self._transcript.mac(Role(self.role))
 
         if self.role is Role.CLIENT:
             return encode_request(frame, seal)
@@ -205,7 +204,7 @@ class _ControlConversation(Conversation):
                 raise RemoteProtocolError(Reason.FRAME_UNKNOWN_KEY)
         elif mac is None:
             raise RemoteProtocolError(Reason.FRAME_MISSING_KEY, "$.mac")
-        elif not self._transcript.verify(self.table.peer(self.role), mac):  # type: ignore[arg-type]
+        elif not self._transcript.verify(Role(self.table.peer(self.role)), mac):
             raise CredentialRefusedError
 
 

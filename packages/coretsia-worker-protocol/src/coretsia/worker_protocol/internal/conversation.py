@@ -60,7 +60,7 @@ from coretsia.worker_protocol.framing import LineFramer, Need
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import enum
-    from collections.abc import Callable, Hashable, Iterable
+    from collections.abc import Callable, Iterable
     from typing import Any, Final, Protocol
 
     class Framer(Protocol):
@@ -70,7 +70,7 @@ if TYPE_CHECKING:
         def next_frame(self) -> bytes | Need: ...
 
     Row = tuple[
-        "enum.Enum | Iterable[enum.Enum]", "Hashable", "Iterable[Hashable]", "enum.Enum | object"
+        "enum.Enum | Iterable[enum.Enum]", "object", "Iterable[object]", "enum.Enum | object"
     ]
 
 
@@ -91,7 +91,7 @@ REPEAT: Final = _Marker("REPEAT")
 """The next state of a repeat the receiver drops (rule 2)."""
 
 
-def kind_of(frame: object) -> Hashable:
+def kind_of(frame: object) -> object:
     """A frame's key in a table: its class, unless the family says otherwise."""
     return type(frame)
 
@@ -104,11 +104,11 @@ class Table:
     def __init__(
         self,
         start: enum.Enum,
-        roles: tuple[Hashable, Hashable],
+        roles: tuple[object, object],
         rows: Iterable[Row],
         *,
         broken: enum.Enum | None = None,
-        kind: Callable[[Any], Hashable] = kind_of,
+        kind: Callable[[Any], object] = kind_of,
         refusal_breaks: bool = True,
     ) -> None:
         """Rows are ``(state or states, role, kinds, next state)``; ``kind`` keys a frame
@@ -119,18 +119,18 @@ class Table:
         self.broken = broken
         self.kind = kind
         self.refusal_breaks = refusal_breaks
-        self.moves: dict[tuple[object, Hashable, Hashable], object] = {}
+        self.moves: dict[tuple[object, object, object], object] = {}
         for states, role, kinds, end in rows:
             for state in _each(states):
                 for key in kinds:
                     self.moves[state, role, key] = end
 
-    def peer(self, role: Hashable) -> Hashable:
+    def peer(self, role: object) -> object:
         """The other end's role."""
         first, second = self.roles
         return second if role == first else first
 
-    def next_state(self, state: object, role: Hashable, key: Hashable) -> object | None:
+    def next_state(self, state: object, role: object, key: object) -> object | None:
         """Where ``role`` saying ``key`` in ``state`` leads; None: not a move."""
         return self.moves.get((state, role, key))
 
@@ -148,7 +148,7 @@ class Conversation:
 
     __slots__ = ("_broken", "_framer", "_reading", "fault", "peer_gone", "role", "state", "table")
 
-    def __init__(self, table: Table, role: Hashable, framer: Framer | None = None) -> None:
+    def __init__(self, table: Table, role: object, framer: Framer | None = None) -> None:
         self.table = table
         self.role = role
         self.state: Any = table.start
@@ -157,7 +157,7 @@ class Conversation:
         self._reading = True
         self.peer_gone = False
         """The peer closed its end, or broke a rule (rule 3)."""
-        self.fault: tuple[Any, Hashable] | None = None
+        self.fault: tuple[Any, object] | None = None
         """Where reading broke: the state, and the kind of the frame (None: undecodable)."""
 
     # -- the family's part --------------------------------------------------------------
@@ -196,7 +196,7 @@ class Conversation:
         self._usable()
         if not self._reading:
             raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
-        key: Hashable = None
+        key: object = None
         try:
             while True:
                 data = self._framer.next_frame()
@@ -241,7 +241,7 @@ class Conversation:
         if end is not None:
             self.state = end
 
-    def _read_failed(self, key: Hashable) -> None:
+    def _read_failed(self, key: object) -> None:
         self.fault = (self.state, key)
         self._reading = False
         if self.table.broken is not None:

@@ -68,7 +68,7 @@ class Started:
         self.tag = tag
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self.tag == other.tag  # type: ignore[attr-defined]
+        return type(other) is type(self) and self.tag == other.tag
 
     __hash__ = None  # type: ignore[assignment]
 

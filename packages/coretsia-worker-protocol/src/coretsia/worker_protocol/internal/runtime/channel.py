@@ -49,8 +49,13 @@ class FrameReader(Protocol[F]):
 class FramedChannel:
     """One end of a UNIX stream socket speaking newline frames plus descriptors."""
 
-    def __init__(self, sock: trio.socket.SocketType) -> None:
+    def __init__(self, sock: trio.socket.SocketType, *, ancillary: bool = True) -> None:
+        """``ancillary=False`` for a peer that may not pass descriptors (a control
+        client): the kernel then discards any it sends, so none can pile up here."""
         self._sock = sock
+        self._ancillary = (
+            socket.CMSG_SPACE(_MAX_FDS_PER_MESSAGE * 4) + CREDENTIALS_SPACE if ancillary else 0
+        )
         self._fds: collections.deque[int] = collections.deque()
         self._send_lock = trio.Lock()
         self.sender: int | None = None
@@ -98,7 +103,7 @@ class FramedChannel:
         """What the socket has (``b""`` at its end); descriptors with it queue up."""
         flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
         data, ancillary, _flags, _addr = await self._sock.recvmsg(
-            _RECV_BYTES, socket.CMSG_SPACE(_MAX_FDS_PER_MESSAGE * 4) + CREDENTIALS_SPACE, flags
+            _RECV_BYTES, self._ancillary, flags
         )
         self.sender = sender_pid(ancillary)
         for level, kind, payload in ancillary:
