@@ -12,16 +12,15 @@ import socket
 import pytest
 
 from coretsia.worker_protocol.internal.fork_server import (
-    CREDENTIALS_SPACE,
     DONE,
     STARTED,
     decode_request,
     done,
     encode_request,
     parse_answer,
-    sender_pid,
     started,
 )
+from coretsia.worker_protocol.internal.runtime.credentials import CREDENTIALS_SPACE, sender_pid
 
 
 def test_a_request_carries_its_tag_and_argv() -> None:

@@ -24,6 +24,7 @@ from internal_pairs import (
     WELCOME,
     Channel,
     Pair,
+    Side,
     at,
     drain,
     every_state,
@@ -42,7 +43,6 @@ from coretsia.worker_protocol.exceptions import (
 )
 from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.internal import guardian as g
-from coretsia.worker_protocol.internal.conversation import Side
 
 
 def _moves(*, legal: bool) -> list[tuple[Channel, Any, Side, Any]]:

@@ -16,15 +16,23 @@ from typing import Any, NamedTuple, TypeVar
 import pytest
 
 from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.conversation_engine import CLOSE, Conversation, Table
 from coretsia.worker_protocol.exceptions import WorkerError
 from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.internal import guardian as g
 from coretsia.worker_protocol.internal import guardian_conversation as gc
 from coretsia.worker_protocol.internal import proc_host as p
 from coretsia.worker_protocol.internal import proc_host_conversation as pc
-from coretsia.worker_protocol.internal.conversation import Conversation, Side
 from coretsia.worker_protocol.internal.runtime.exit_kind import ExitKind
 from coretsia.worker_protocol.vocabulary import Containment, Driver, ShutdownPhase
+
+
+class Side(enum.Enum):
+    """An internal channel's two ends, whatever their roles: the tests of both channels."""
+
+    OPENER = "opener"
+    ANSWERER = "answerer"
+
 
 OPENER, ANSWERER = Side.OPENER, Side.ANSWERER
 E = TypeVar("E", bound=WorkerError)
@@ -34,6 +42,16 @@ SPAWNED = g.Spawned(slot=0, pid=1234)
 SPAWN_FAILED = g.SpawnFailed(slot=0, reason=Reason.FORK_FAILED)
 EXITED = g.Exited(slot=0, exit_kind=ExitKind.EXIT_0)
 WELCOME = g.Welcome(peer_version=VERSION, pid=77)
+
+
+def moves(table: Table) -> dict[tuple[Any, Side, Any], Any]:
+    """The table's frame moves by side (the opener's role first), without its close rows."""
+    opener = table.roles[0]
+    return {
+        (state, OPENER if role == opener else ANSWERER, kind): end
+        for (state, role, kind), end in table.moves.items()
+        if kind is not CLOSE
+    }
 
 
 def hello(version: str = VERSION) -> g.Hello:
@@ -54,8 +72,8 @@ class Channel(NamedTuple):
     """What the shared tests need to know of one channel."""
 
     name: str
-    opener: Callable[[], Conversation[Any, Any]]
-    answerer: Callable[[str], Conversation[Any, Any]]
+    opener: Callable[[], Conversation]
+    answerer: Callable[[str], Conversation]
     encode: Callable[[Any], bytes]
     moves: Mapping[tuple[Any, Side, type], Any]
     hello: Callable[[str], Any]
@@ -72,7 +90,7 @@ GUARDIAN = Channel(
     gc.SupervisorEnd,
     gc.GuardianEnd,
     g.encode_guardian_frame,
-    gc.MOVES,
+    moves(gc.TABLE),
     hello,
     (
         hello(),
@@ -107,7 +125,7 @@ PROC_HOST = Channel(
     pc.DriverEnd,
     pc.HostEnd,
     p.encode_proc_host_frame,
-    pc.MOVES,
+    moves(pc.TABLE),
     lambda version: p.HostHello(peer_version=version),
     (
         p.HostHello(peer_version=VERSION),
@@ -132,7 +150,7 @@ def other(side: Side) -> Side:
     return ANSWERER if side is OPENER else OPENER
 
 
-def drain(end: Conversation[Any, Any]) -> list[object]:
+def drain(end: Conversation) -> list[object]:
     """Every frame the end has whole, until it needs data (or sees the close)."""
     events: list[object] = []
     while not isinstance(event := end.next_event(), Need):
@@ -165,7 +183,7 @@ class Pair:
         return self.opener.state, self.answerer.state
 
 
-def read_raises(end: Conversation[Any, Any], data: bytes, error: type[E]) -> E:
+def read_raises(end: Conversation, data: bytes, error: type[E]) -> E:
     """Feed ``data`` to ``end``; the ``error`` its next event raises."""
     end.receive_data(data)
     with pytest.raises(error) as info:

@@ -25,7 +25,6 @@ unaffected until the shutdown that follows.
 
 from __future__ import annotations
 
-import array
 import itertools
 import os
 import signal
@@ -38,15 +37,15 @@ import trio
 from coretsia.guardian.backends import ForkBackend
 from coretsia.guardian.spawner import Spawner, SpawnRequest
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.internal.fork_server import (
-    CREDENTIALS_SPACE,
-    MAX_MESSAGE,
-    STARTED,
-    encode_request,
-    parse_answer,
-    sender_pid,
+from coretsia.worker_protocol.exceptions import ProtocolError
+from coretsia.worker_protocol.internal.fork_server_conversation import (
+    Done,
+    ForkServerConversation,
+    Request,
+    Role,
 )
 from coretsia.worker_protocol.internal.guardian import Spawned, SpawnFailed
+from coretsia.worker_protocol.internal.runtime.channel import FramedChannel
 
 REPLY_TIMEOUT_S: Final = 30.0
 """Bound on one request's answer (the fork server forks and answers in milliseconds)."""
@@ -77,11 +76,12 @@ class ForkServerBackend(ForkBackend):
         spawner: Spawner,
         env: Mapping[str, str],
         shared_fds: tuple[int, int],
-        channel: trio.socket.SocketType,
+        channel: FramedChannel,
         pid: int,
     ) -> None:
         super().__init__(spawner, env, shared_fds)
         self._channel = channel
+        self._conversation = ForkServerConversation(Role.GUARDIAN)
         self.pid = pid
         self.gone = trio.Event()
         """Set once the server answers no more (its channel ended, or it was reaped)."""
@@ -109,7 +109,8 @@ class ForkServerBackend(ForkBackend):
             raise
         finally:
             theirs.close()
-        return cls(spawner, env, shared_fds, trio.socket.from_stdlib_socket(ours), pid)
+        channel = FramedChannel(trio.socket.from_stdlib_socket(ours))
+        return cls(spawner, env, shared_fds, channel, pid)
 
     async def spawn(
         self, slot: int, argv: tuple[str, ...], channel_fd: int
@@ -134,14 +135,12 @@ class ForkServerBackend(ForkBackend):
         is milliseconds) is hung; it is SIGKILLed and never asked again, and its reap
         fails the generation.
         """
-        fds = array.array("i", (channel_fd, *self._shared_fds))
-        ancillary = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)]
-        tag = next(self._tags)
-        key = str(tag).encode()  # as the answers name it
-        request = self._unanswered[key] = _Request()
+        tag = str(next(self._tags)).encode()
+        data = self._conversation.send(Request(tag, argv))
+        request = self._unanswered[tag] = _Request()
         with trio.CancelScope(shield=True), trio.move_on_after(REPLY_TIMEOUT_S) as waited:
             try:
-                await self._channel.sendmsg([encode_request(tag, argv)], ancillary)
+                await self._channel.send(data, (channel_fd, *self._shared_fds))
             except OSError:  # the channel is broken: never asked
                 self.gone.set()
                 request.ended.set()
@@ -149,26 +148,23 @@ class ForkServerBackend(ForkBackend):
         if waited.cancelled_caught and not self._reaped.is_set():
             self.gone.set()
             os.kill(self.pid, signal.SIGKILL)  # unreaped: the pid is still the server's
-        del self._unanswered[key]
+        del self._unanswered[tag]
         return request.pid  # a worker that told is ours even if its answer never came
 
     async def read_answers(self) -> None:
         """Give every answer to its request, until the channel ends (or is closed), or
-        carries anything but an answer to a request in flight: the server is gone."""
+        carries anything the conversation refuses (an answer to no request in flight), or
+        an answer to a request given up: the server is gone."""
         try:
-            while True:
-                data, credentials, _flags, _addr = await self._channel.recvmsg(
-                    MAX_MESSAGE, CREDENTIALS_SPACE
-                )
-                answer = parse_answer(data)
-                request = None if answer is None else self._unanswered.get(answer[1])
-                if answer is None or request is None:
-                    return
-                if answer[0] == STARTED:
-                    request.pid = sender_pid(credentials)
-                else:
+            while (answer := await self._channel.receive(self._conversation)) is not None:
+                request = self._unanswered.get(answer.tag)
+                if request is None:
+                    return  # given up on (timed out): the server was killed
+                if isinstance(answer, Done):
                     request.ended.set()
-        except (OSError, trio.ClosedResourceError):
+                else:
+                    request.pid = self._channel.sender
+        except ProtocolError:
             return
         finally:
             self._gone()

@@ -32,6 +32,7 @@ from typing import Final, Protocol
 
 from coretsia.proc_host._version import __version__
 from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.conversation_engine import receive_blocking
 from coretsia.worker_protocol.exceptions import ProtocolError, WorkerStartFailedError
 from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.internal.guardian import (
@@ -110,12 +111,12 @@ class Host:
         except OSError:
             pass  # the guardian is gone; the loop sees the end of the channel next
 
-    def _receive_some(self) -> None:
-        """Feed the conversation what is available (``b""`` at the end); queue descriptors."""
+    def _read(self) -> bytes:
+        """What is available (``b""`` at the end); its descriptors queue up."""
         flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
         data, fds, _flags, _addr = socket.recv_fds(self._sock, 65536, _MAX_FDS, flags)
         self._fds.extend(fds)
-        self._conversation.receive_data(data)
+        return data
 
     def handshake(self) -> bool:
         """Answer the guardian's ``host-hello``; False if it must be refused.
@@ -125,8 +126,7 @@ class Host:
         """
         self._sock.settimeout(_HANDSHAKE_TIMEOUT_S)
         try:
-            while self._conversation.next_event() is Need.DATA:
-                self._receive_some()
+            receive_blocking(self._conversation, self._read)
         except WorkerStartFailedError as exc:
             self._send(Refused(reason=exc.reason))
             return False
@@ -225,7 +225,7 @@ class Host:
                         os.read(self._wake_read, 512)
                         self._reap()
                         continue
-                    self._receive_some()
+                    self._conversation.receive_data(self._read())
                     if self._serve_frames():
                         return 0
         except (OSError, ProtocolError):

@@ -48,6 +48,7 @@ from coretsia.worker_protocol.control import (
     StopProgress,
 )
 from coretsia.worker_protocol.control_conversation import ClientConversation
+from coretsia.worker_protocol.conversation_engine import receive_blocking
 from coretsia.worker_protocol.exceptions import (
     ProtocolError,
     WorkerAlreadyRunningError,
@@ -209,18 +210,22 @@ class ControlClient:
         deadline = time.monotonic() + budget
         conversation = ClientConversation(locator.credential, locator.transport, locator.address)
         with self._connect(locator, deadline) as sock:
+
+            def read() -> bytes:
+                sock.settimeout(_remaining(deadline))
+                return sock.recv(4096)
+
             try:
                 sock.sendall(conversation.hello())
                 while True:
-                    answer = conversation.next_event()
-                    if answer is Need.DATA:
-                        sock.settimeout(_remaining(deadline))
-                        conversation.receive_data(sock.recv(4096))
-                    elif answer is Need.CLOSED:
+                    answer: Challenge | ControlResponse | Need = receive_blocking(
+                        conversation, read
+                    )
+                    if isinstance(answer, Need):  # closed: never DATA from the loop
                         # Closed before the terminal answer: a refused client, a version 1
                         # supervisor, a crash.
                         raise WorkerCommunicationFailedError
-                    elif isinstance(answer, Challenge):  # the server proved itself
+                    if isinstance(answer, Challenge):  # the server proved itself
                         sock.sendall(conversation.send(ControlRequest(command)))
                     elif isinstance(answer, StopProgress):
                         if on_progress is not None:

@@ -2,7 +2,10 @@
 
 The codec (:mod:`~coretsia.worker_protocol.control`) says what one frame may contain; this
 module says in what order frames may travel and which MAC each must carry, for both ends,
-so that no I/O code carries a rule of its own. It is h11's ``Connection`` in miniature:
+so that no I/O code carries a rule of its own: the rules are the control table
+(:data:`TABLE`) and the proofs, run by the one conversation engine of every channel
+(:mod:`~coretsia.worker_protocol.conversation_engine`), an end being its role, as in
+h11's ``Connection``:
 feed received bytes with ``receive_data``, ask ``next_event`` for the next frame (or
 :data:`Need.DATA <coretsia.worker_protocol.framing.Need>` / :data:`Need.CLOSED
 <coretsia.worker_protocol.framing.Need>`), and turn a frame to send into bytes.
@@ -58,24 +61,18 @@ from coretsia.worker_protocol.control import (
     open_response,
 )
 from coretsia.worker_protocol.control_auth import Role, Transcript, fresh_nonce
-from coretsia.worker_protocol.exceptions import (
-    LocalProtocolError,
-    ProtocolError,
-    RemoteProtocolError,
-)
-from coretsia.worker_protocol.framing import LineFramer, Need
+from coretsia.worker_protocol.conversation_engine import CLOSE, Conversation, Table
+from coretsia.worker_protocol.exceptions import LocalProtocolError, RemoteProtocolError
 from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
 
 # Not ``from typing import ...``: the client imports this module on every probe, where
 # importing typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import ClassVar, Final, TypeVar
+    from typing import Any, Final
 
-    from coretsia.worker_protocol.control import ControlResponse, Seal
-
-    F = TypeVar("F", Hello | ControlRequest, Challenge | ControlResponse)
+    from coretsia.worker_protocol.control import ControlResponse
+    from coretsia.worker_protocol.framing import Need
 
 
 class ControlState(enum.Enum):
@@ -99,18 +96,39 @@ class ControlState(enum.Enum):
     """A rule was broken (or the peer's bytes did not decode): the conversation is over."""
 
 
+def _kind(frame: object) -> object:
+    """A request is keyed by its command (rules 4 and 5), any other frame by its class."""
+    return frame.command if isinstance(frame, ControlRequest) else type(frame)
+
+
+_C, _S, _St = Role.CLIENT, Role.SERVER, ControlState
+_OPEN: Final = tuple(state for state in ControlState if state is not ControlState.ERROR)
+
+TABLE: Final = Table(
+    ControlState.HELLO,
+    (_C, _S),
+    [
+        (_St.HELLO, _C, (Hello,), _St.CHALLENGE),  # rule 1
+        (_St.CHALLENGE, _S, (Challenge,), _St.REQUEST),  # rule 2
+        (_St.REQUEST, _C, (ControlCommand.STATUS, ControlCommand.HEALTH), _St.ANSWER),  # 3
+        (_St.REQUEST, _C, (ControlCommand.STOP,), _St.STOPPING),
+        (_St.ANSWER, _S, (StatusResponse, HealthResponse, ErrorResponse), _St.DONE),  # 4
+        (_St.STOPPING, _S, (StopProgress,), _St.STOPPING),  # rule 5
+        (_St.STOPPING, _S, (StoppedResponse, ErrorResponse), _St.DONE),
+        (_OPEN, _C, (CLOSE,), _St.CLOSED),  # rule 6: before the end, a refusal
+        (_OPEN, _S, (CLOSE,), _St.CLOSED),
+    ],
+    broken=ControlState.ERROR,
+    kind=_kind,
+)
+"""Every legal move of the control channel (rules 1 to 6): ``(state, role, kind) -> state``."""
+
 _TERMINAL: Final[dict[ControlCommand, tuple[type, ...]]] = {
     ControlCommand.STATUS: (StatusResponse, ErrorResponse),
     ControlCommand.HEALTH: (HealthResponse, ErrorResponse),
     ControlCommand.STOP: (StoppedResponse, ErrorResponse),
 }
 """The answers that end the conversation, per command (rules 4 and 5)."""
-
-_HANDSHAKE: Final[dict[type, tuple[ControlState, ControlState]]] = {
-    Hello: (ControlState.HELLO, ControlState.CHALLENGE),
-    Challenge: (ControlState.CHALLENGE, ControlState.REQUEST),
-}
-"""The state each handshake frame may come in, and the one it leads to (rules 1, 2)."""
 
 
 class CredentialRefusedError(RemoteProtocolError):
@@ -124,123 +142,89 @@ class CredentialRefusedError(RemoteProtocolError):
         super().__init__(reason, path)
 
 
-class _Conversation:
-    """What both ends share: the framer, the state, the transcript, the rules."""
+class _ControlConversation(Conversation):
+    """One end of a control connection, by its role: the table, the transcript, rule 7."""
 
-    __slots__ = ("_command", "_framer", "_nonce", "_transcript", "state")
-    _ROLE: ClassVar[Role]
-    """The end this is: it seals with its role..."""
-    _PEER: ClassVar[Role]
-    """...and verifies the other end's."""
+    __slots__ = ("_command", "_nonce", "_opened", "_transcript")
 
     def __init__(
-        self, credential: str, transport: Transport, address: str, *, nonce: str | None = None
+        self,
+        role: Role,
+        credential: str,
+        transport: Transport,
+        address: str,
+        *,
+        nonce: str | None = None,
     ) -> None:
         """``credential`` from the locator (or the server's memory), ``transport`` and
         ``address`` the endpoint as the locator names it (:attr:`Locator.address
         <coretsia.worker_protocol.locator.Locator.address>`). ``nonce`` is for tests
         only: by default each conversation draws a fresh one."""
-        self._framer = LineFramer()
+        super().__init__(TABLE, role)
         self._transcript = Transcript(credential, transport, address)
         self._nonce = fresh_nonce() if nonce is None else nonce
         self._command: ControlCommand | None = None
-        self.state = ControlState.HELLO
+        self._opened: tuple[bytes, str | None] = (b"", None)
 
-    def receive_data(self, data: bytes) -> None:
-        """Buffer bytes read from the peer; ``b""`` means the peer closed the stream."""
-        self._framer.receive_data(data)
+    def _encode(self, frame: Any) -> bytes:
+        """A frame's line, sealed unless it is the ``hello`` (rule 7)."""
 
-    def _read(self, accept: Callable[[bytes], F]) -> F | Need:
-        """The next frame as ``accept`` takes it, or what is needed first (rule 8)."""
-        self._check_usable()
-        try:
-            line = self._framer.next_frame()
-            if line is Need.CLOSED:
-                self.state = ControlState.CLOSED
-                return line
-            if line is Need.DATA:
-                return line
-            return accept(line)
-        except LocalProtocolError as exc:  # the peer made us break a rule: its fault
-            self.state = ControlState.ERROR
-            raise RemoteProtocolError(exc.reason, exc.path) from None
-        except ProtocolError:
-            self.state = ControlState.ERROR
-            raise
+        def seal(body: bytes) -> str | None:
+            self._transcript.add(body)
+            return None if isinstance(frame, Hello) else self._transcript.mac(Role(self.role))
 
-    def _open(self, opened: tuple[F, bytes, str | None]) -> F:
-        """A received frame, once it is in its place and proved to be the peer's (rule 7)."""
-        frame, body, mac = opened
-        self._advance(frame)
+        if self.role is Role.CLIENT:
+            return encode_request(frame, seal)
+        return encode_response(frame, seal)
+
+    def _decode(self, data: bytes) -> Any:
+        opened = open_response(data) if self.role is Role.CLIENT else open_request(data)
+        frame, *self._opened = opened  # type: ignore[assignment]
+        return frame
+
+    def _check(self, frame: object, *, ours: bool) -> None:
+        """Rules 4 and 5: the terminal answer is the command's."""
+        if isinstance(frame, ControlRequest):
+            self._command = frame.command
+        elif (
+            self._command is not None
+            and not isinstance(frame, StopProgress)
+            and not isinstance(frame, _TERMINAL[self._command])
+        ):
+            raise (LocalProtocolError if ours else RemoteProtocolError)(Reason.FRAME_UNEXPECTED)
+
+    def _moved(self, frame: object, *, ours: bool) -> None:
+        """Rule 7 on a received frame, once it is in its place: proved to be the peer's."""
+        if ours:
+            return
+        body, mac = self._opened
         self._transcript.add(body)
         if isinstance(frame, Hello):
             if mac is not None:
                 raise RemoteProtocolError(Reason.FRAME_UNKNOWN_KEY)
         elif mac is None:
             raise RemoteProtocolError(Reason.FRAME_MISSING_KEY, "$.mac")
-        elif not self._transcript.verify(self._PEER, mac):
+        elif not self._transcript.verify(Role(self.table.peer(self.role)), mac):
             raise CredentialRefusedError
-        return frame
-
-    def _encode(self, frame: F, encode: Callable[[F, Seal], bytes]) -> bytes:
-        """A frame's line, once it is allowed here, sealed unless it is the ``hello``."""
-        self._check_usable()
-        self._advance(frame)
-
-        def seal(body: bytes) -> str | None:
-            self._transcript.add(body)
-            return None if isinstance(frame, Hello) else self._transcript.mac(self._ROLE)
-
-        try:
-            return encode(frame, seal)
-        except ProtocolError:
-            self.state = ControlState.ERROR
-            raise
-
-    def _check_usable(self) -> None:
-        if self.state is ControlState.ERROR:
-            raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
-
-    def _advance(self, frame: object) -> None:
-        """Rules 1 to 6: the state ``frame`` may come in, and the one it leads to."""
-        state = self.state
-        if type(frame) in _HANDSHAKE:
-            allowed, after = _HANDSHAKE[type(frame)]
-            self._require(state is allowed)
-            self.state = after
-        elif isinstance(frame, ControlRequest):
-            self._require(state is ControlState.REQUEST)
-            self._command = frame.command
-            stop = frame.command is ControlCommand.STOP
-            self.state = ControlState.STOPPING if stop else ControlState.ANSWER
-        elif isinstance(frame, StopProgress):
-            self._require(state is ControlState.STOPPING)
-        else:
-            self._require(state in (ControlState.ANSWER, ControlState.STOPPING))
-            assert self._command is not None  # set with the state by the request
-            self._require(isinstance(frame, _TERMINAL[self._command]))
-            self.state = ControlState.DONE
-
-    def _require(self, allowed: bool) -> None:
-        if not allowed:
-            self.state = ControlState.ERROR
-            raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
 
 
-class ClientConversation(_Conversation):
+class ClientConversation(_ControlConversation):
     """The client's end: ``hello``, check the server's proof, one request, its answers."""
 
     __slots__ = ()
-    _ROLE = Role.CLIENT
-    _PEER = Role.SERVER
+
+    def __init__(
+        self, credential: str, transport: Transport, address: str, *, nonce: str | None = None
+    ) -> None:
+        super().__init__(Role.CLIENT, credential, transport, address, nonce=nonce)
 
     def hello(self) -> bytes:
         """The first bytes to send: a fresh nonce, nothing secret."""
-        return self._encode(Hello(self._nonce), encode_request)
+        return self.send(Hello(self._nonce))
 
-    def send(self, request: ControlRequest) -> bytes:
+    def send(self, request: ControlRequest | Hello) -> bytes:
         """The request's bytes, sealed; only once the server has proved itself."""
-        return self._encode(request, encode_request)
+        return super().send(request)
 
     def next_event(self) -> Challenge | ControlResponse | Need:
         """The server's challenge (proved), then its answers (each proved), or what is needed.
@@ -249,25 +233,30 @@ class ClientConversation(_Conversation):
         :data:`Need.CLOSED <coretsia.worker_protocol.framing.Need>` before the terminal
         answer (:attr:`state` is not ``DONE``) is a refusal or a crash: no answer came.
         """
-        return self._read(lambda line: self._open(open_response(line)))
+        event: Challenge | ControlResponse | Need = super().next_event()
+        return event
 
 
-class ServerConversation(_Conversation):
+class ServerConversation(_ControlConversation):
     """The server's end: read ``hello``, prove itself, read one proved request, answer it."""
 
     __slots__ = ()
-    _ROLE = Role.SERVER
-    _PEER = Role.CLIENT
+
+    def __init__(
+        self, credential: str, transport: Transport, address: str, *, nonce: str | None = None
+    ) -> None:
+        super().__init__(Role.SERVER, credential, transport, address, nonce=nonce)
 
     def next_event(self) -> Hello | ControlRequest | Need:
         """The ``hello`` (answer it with :meth:`challenge`), then the request, or what is
         needed; a request whose proof is wrong raises (and gets no answer)."""
-        return self._read(lambda line: self._open(open_request(line)))
+        event: Hello | ControlRequest | Need = super().next_event()
+        return event
 
     def challenge(self) -> bytes:
         """The answer to ``hello``: this end's nonce, sealed with its proof."""
-        return self._encode(Challenge(self._nonce), encode_response)
+        return self.send(Challenge(self._nonce))
 
-    def send(self, response: ControlResponse) -> bytes:
+    def send(self, response: ControlResponse | Challenge) -> bytes:
         """One answer's bytes, sealed, if the conversation allows it now."""
-        return self._encode(response, encode_response)
+        return super().send(response)

@@ -1,10 +1,10 @@
 """Newline framing with a hard size bound, sans-IO in the manner of h11.
 
 Every stream of the protocol carries one JSON object per line. The framer only buffers
-bytes and cuts lines; it never parses. It is the one frame reader of every channel: the
-conversations (:mod:`~coretsia.worker_protocol.control_conversation`,
-:mod:`~coretsia.worker_protocol.worker_conversation`, and for the guardian and proc-host
-channels :mod:`~coretsia.worker_protocol.internal.conversation`) decode what it cuts.
+bytes and cuts lines; it never parses. It is the one frame reader of every stream
+channel: the conversations (one engine,
+:mod:`~coretsia.worker_protocol.conversation_engine`, one table per channel) decode what
+it cuts.
 
 The buffer is bounded twice. A line longer than ``max_frame_bytes`` is refused while
 buffering, before any decoding, so a peer that never sends a newline costs at most the

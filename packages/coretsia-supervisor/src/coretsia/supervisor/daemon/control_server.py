@@ -37,13 +37,13 @@ import trio
 from coretsia.supervisor.daemon.refusals import RefusalCause, RefusalLog
 from coretsia.supervisor.shared.telemetry import NO_TELEMETRY, Telemetry
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.control import ControlRequest, ControlResponse, Hello
+from coretsia.worker_protocol.control import ControlRequest, ControlResponse
 from coretsia.worker_protocol.control_conversation import (
     CredentialRefusedError,
     ServerConversation,
 )
 from coretsia.worker_protocol.exceptions import ProtocolError, WorkerLifecycleFailedError
-from coretsia.worker_protocol.framing import Need
+from coretsia.worker_protocol.internal.runtime.channel import FramedChannel
 from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
 
 READ_DEADLINE_S: Final = 2.0
@@ -229,16 +229,13 @@ async def _receive_request(
     conn: trio.socket.SocketType, conversation: ServerConversation
 ) -> ControlRequest | RefusalCause:
     """The request once both ends proved themselves, or why it gets no answer (the
-    conversation judges, we only move bytes)."""
+    conversation judges, the one framed read loop moves the bytes)."""
+    channel = FramedChannel(conn, ancillary=False)
     try:
-        while True:
-            request = conversation.next_event()
-            if request is Need.DATA:
-                conversation.receive_data(await conn.recv(4096))
-            elif isinstance(request, Hello):
-                await _send(conn, conversation.challenge())
-            else:
-                break
+        while (event := await channel.receive(conversation)) is not None:
+            if isinstance(event, ControlRequest):
+                return event
+            await _send(conn, conversation.challenge())  # the hello: prove ourselves
     except CredentialRefusedError:
         return RefusalCause.CREDENTIAL
     except ProtocolError as exc:
@@ -247,7 +244,7 @@ async def _receive_request(
         return RefusalCause.MALFORMED
     except OSError:
         return RefusalCause.INCOMPLETE
-    return RefusalCause.INCOMPLETE if request is Need.CLOSED else request
+    return RefusalCause.INCOMPLETE
 
 
 async def _send(conn: trio.socket.SocketType, data: bytes) -> None:

@@ -64,12 +64,15 @@ import socket
 import sys
 
 from coretsia.supervisor.worker_side.sibling_fork import SiblingFork
-from coretsia.worker_protocol.internal.fork_server import (
-    MAX_MESSAGE,
-    REQUEST_FDS,
-    decode_request,
-    done,
-    started,
+from coretsia.worker_protocol.conversation_engine import receive_blocking
+from coretsia.worker_protocol.exceptions import ProtocolError
+from coretsia.worker_protocol.internal.fork_server import MAX_MESSAGE, REQUEST_FDS
+from coretsia.worker_protocol.internal.fork_server_conversation import (
+    Done,
+    ForkServerConversation,
+    Request,
+    Role,
+    Started,
 )
 from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV, arm_parent_death, parent_matches
 
@@ -123,7 +126,7 @@ def main() -> None:
     modules = _values(PRELOAD_ARG)
     if len(paths) + len(modules) != len(sys.argv) - 1:
         os._exit(2)
-    channel = socket.socket(fileno=CHANNEL_FD)
+    channel = _Link(socket.socket(fileno=CHANNEL_FD))
     if not _preload([], list(BOOT_MODULES)) or not _preload(paths, modules):
         os._exit(1)
     if not _alone(CHANNEL_FD):
@@ -145,7 +148,28 @@ def main() -> None:
         os._exit(1)
 
 
-def _serve(channel: socket.socket, parent: int, sibling: SiblingFork | None) -> NoReturn:
+class _Link:
+    """The server's end of its channel: the socket, and the conversation (each worker
+    forked says ``started`` through its copy of both)."""
+
+    __slots__ = ("conversation", "fds", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.conversation = ForkServerConversation(Role.FORK_SERVER)
+        self.fds: list[int] = []
+        """The descriptors of the last request read."""
+
+    def say(self, frame: Done | Started) -> None:
+        self.sock.sendall(self.conversation.send(frame))
+
+    def read(self) -> bytes:
+        """One datagram (``b""`` at the channel's end); its descriptors in :attr:`fds`."""
+        data, self.fds, _flags, _addr = socket.recv_fds(self.sock, MAX_MESSAGE, REQUEST_FDS)
+        return data
+
+
+def _serve(channel: _Link, parent: int, sibling: SiblingFork | None) -> NoReturn:
     """Fork each request's worker as it comes; answer each once its worker told.
 
     The answers name their requests, so the next worker is forked while the last one is
@@ -167,30 +191,30 @@ def _serve(channel: socket.socket, parent: int, sibling: SiblingFork | None) -> 
             tag, intermediate = telling.pop(fd)
             if intermediate is not None:
                 os.waitpid(intermediate, 0)  # it exits at once; the worker is not ours
-            channel.sendall(done(tag))
+            channel.say(Done(tag))
 
 
 def _serve_request(
-    channel: socket.socket,
+    channel: _Link,
     parent: int,
     sibling: SiblingFork | None,
     telling: dict[int, tuple[bytes, int | None]],
 ) -> None:
     """Read one request and fork its worker; answer it at once if none was started."""
-    data, fds, _flags, _addr = socket.recv_fds(channel, MAX_MESSAGE, REQUEST_FDS)
-    if not data:
-        os._exit(0)  # the guardian closed the channel (or is gone)
-    request = decode_request(data)
-    if request is None:
+    try:
+        request = receive_blocking(channel.conversation, channel.read)
+    except ProtocolError:
         os._exit(2)  # no tag to answer: the guardian broke the contract
-    tag, argv = request
+    if not isinstance(request, Request):
+        os._exit(0)  # the guardian closed the channel (or is gone)
+    tag, argv, fds = request.tag, request.argv, channel.fds
     # Not ``try``/``finally``: a forked worker leaves through here (``SystemExit``), and
     # its descriptors are its own; an exception in the server ends the server (main).
     forked = _start(tag, argv, fds, channel, parent, sibling) if len(fds) == REQUEST_FDS else None
     for fd in fds:
         os.close(fd)
     if forked is None:
-        channel.sendall(done(tag))
+        channel.say(Done(tag))
     else:
         telling[forked[0]] = (tag, forked[1])
 
@@ -233,7 +257,7 @@ def _start(
     tag: bytes,
     argv: tuple[str, ...],
     fds: list[int],
-    channel: socket.socket,
+    channel: _Link,
     parent: int,
     sibling: SiblingFork | None,
 ) -> tuple[int, int | None] | None:
@@ -261,7 +285,7 @@ def _intermediate(
     tag: bytes,
     argv: tuple[str, ...],
     fds: list[int],
-    channel: socket.socket,
+    channel: _Link,
     parent: int,
     telling: int,
 ) -> NoReturn:
@@ -280,7 +304,7 @@ def _worker(
     tag: bytes,
     argv: tuple[str, ...],
     fds: list[int],
-    channel: socket.socket,
+    channel: _Link,
     parent: int,
     telling: int,
     gone: int | None,
@@ -297,14 +321,14 @@ def _worker(
     """
     try:
         os.setsid()  # before the pid is told: the guardian signals the worker's group
-        channel.sendall(started(tag))  # our pid, in the guardian's namespace: the credentials
+        channel.say(Started(tag))  # our pid, in the guardian's namespace: the credentials
         os.close(telling)
         if gone is not None:
             import select
 
             select.select([gone], [], [])  # the intermediate is gone: we are the guardian's
             os.close(gone)
-        os.close(channel.detach())
+        os.close(channel.sock.detach())
         _descriptors(fds)
         _fresh(argv, parent)
         from coretsia.supervisor.worker_side.launcher import main as launch

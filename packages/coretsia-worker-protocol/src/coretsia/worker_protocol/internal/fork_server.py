@@ -27,9 +27,6 @@ the fork server imports this module before it forks, and every worker inherits i
 
 from __future__ import annotations
 
-import socket
-import struct
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final
@@ -47,12 +44,6 @@ credentials."""
 DONE: Final = b"-"
 """From the server, before a request's tag: the request is answered (after its worker's
 ``STARTED``, if any)."""
-
-_UCRED: Final = struct.Struct("iII")
-"""``struct ucred``: pid, uid, gid."""
-
-CREDENTIALS_SPACE: Final = socket.CMSG_SPACE(_UCRED.size)
-"""Room for the ancillary data of a datagram received with ``SO_PASSCRED``."""
 
 
 def encode_request(tag: int, argv: tuple[str, ...]) -> bytes:
@@ -92,14 +83,3 @@ def parse_answer(data: bytes) -> tuple[bytes, bytes] | None:
     (the end of the channel among them)."""
     kind, tag = data[:1], data[1:]
     return (kind, tag) if kind in (STARTED, DONE) and tag.isdigit() else None
-
-
-def sender_pid(ancillary: list[tuple[int, int, bytes]]) -> int | None:
-    """The sender's pid from a datagram's ``SCM_CREDENTIALS``; None without them (or 0: a
-    sender the receiver's PID namespace cannot see)."""
-    for level, kind, data in ancillary:
-        credentials = level == socket.SOL_SOCKET and kind == socket.SCM_CREDENTIALS
-        if credentials and len(data) >= _UCRED.size:
-            pid: int = _UCRED.unpack_from(data)[0]
-            return pid if pid > 0 else None
-    return None

@@ -2,10 +2,11 @@
 
 :mod:`.proc_host` says what one frame may contain; this module says in what order frames
 travel, for both ends: :class:`DriverEnd` (the guardian's ``proc`` driver, the opener)
-and :class:`HostEnd` (the proc host, the answerer), run by :mod:`.conversation`'s engine
-(whose rules 1 to 5 apply here too).
+and :class:`HostEnd` (the proc host, the answerer), run by :mod:`..conversation_engine`
+(its rules 1 to 4 apply here too) with the rules the internal channels share
+(:class:`~.guardian_conversation.InternalConversation`).
 
-The moves (guardian ``->``, proc host ``<-``), all of them in :data:`MOVES`:
+The moves (guardian ``->``, proc host ``<-``), all of them in :data:`TABLE`:
 
 1. Handshake: ``-> host-hello``, then ``<- welcome`` or ``<- refused``; the only refusal
    is ``worker-peer-version-mismatch``.
@@ -25,8 +26,9 @@ import enum
 from typing import Final
 
 from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.conversation_engine import Table
 from coretsia.worker_protocol.internal import guardian as g
-from coretsia.worker_protocol.internal.conversation import Conversation, Side, moves
+from coretsia.worker_protocol.internal.guardian_conversation import InternalConversation, Role
 from coretsia.worker_protocol.internal.proc_host import (
     HostHello,
     ProcHostFrame,
@@ -52,50 +54,54 @@ class HostState(enum.Enum):
     """``refused`` went: the proc host exits."""
 
 
-_D, _H = Side.OPENER, Side.ANSWERER
+_D, _H = Role.GUARDIAN, Role.PROC_HOST
 _REPORTS: Final = (g.Spawned, g.SpawnFailed, g.Exited)
 _St = HostState
 
-MOVES: Final = moves(
-    (_St.HELLO, _D, (HostHello,), _St.WELCOME),
-    (_St.WELCOME, _H, (g.Welcome,), _St.RUNNING),
-    (_St.WELCOME, _H, (g.Refused,), _St.REFUSED),
-    (_St.RUNNING, _D, (g.Spawn, Signal), _St.RUNNING),
-    (_St.RUNNING, _D, (Quit,), _St.QUITTING),
-    (_St.RUNNING, _H, _REPORTS, _St.RUNNING),
-    (_St.QUITTING, _H, _REPORTS, _St.QUITTING),
+TABLE: Final = Table(
+    HostState.HELLO,
+    (_D, _H),
+    [
+        (_St.HELLO, _D, (HostHello,), _St.WELCOME),
+        (_St.WELCOME, _H, (g.Welcome,), _St.RUNNING),
+        (_St.WELCOME, _H, (g.Refused,), _St.REFUSED),
+        (_St.RUNNING, _D, (g.Spawn, Signal), _St.RUNNING),
+        (_St.RUNNING, _D, (Quit,), _St.QUITTING),
+        (_St.RUNNING, _H, _REPORTS, _St.RUNNING),
+        (_St.QUITTING, _H, _REPORTS, _St.QUITTING),
+    ],
 )
-"""Every legal move of the proc-host channel: ``(state, side, frame class) -> state``."""
+"""Every legal move of the proc-host channel: ``(state, role, frame class) -> state``."""
 
 
-class _ProcHostChannel(Conversation[HostState, ProcHostFrame]):
+class ProcHostConversation(InternalConversation):
+    """One end of the proc-host channel, by its role."""
+
     __slots__ = ()
 
     REFUSALS = frozenset({Reason.PEER_VERSION_MISMATCH})
+    HELLO = HostHello
 
     def _encode(self, frame: ProcHostFrame) -> bytes:
         return encode_proc_host_frame(frame)
 
-    def _decode(self, line: bytes) -> ProcHostFrame:
-        return decode_proc_host_frame(line)
-
-    def _hello_version(self, frame: ProcHostFrame) -> str | None:
-        return frame.peer_version if isinstance(frame, HostHello) else None
+    def _decode(self, data: bytes) -> ProcHostFrame:
+        return decode_proc_host_frame(data)
 
 
-class DriverEnd(_ProcHostChannel):
+class DriverEnd(ProcHostConversation):
     """The guardian's end: say ``host-hello``, then spawn, signal and quit."""
 
     __slots__ = ()
 
     def __init__(self) -> None:
-        super().__init__(_D, MOVES, HostState.HELLO)
+        super().__init__(TABLE, Role.GUARDIAN)
 
 
-class HostEnd(_ProcHostChannel):
+class HostEnd(ProcHostConversation):
     """The proc host's end: check ``host-hello``, then serve and report."""
 
     __slots__ = ()
 
     def __init__(self, version: str) -> None:
-        super().__init__(_H, MOVES, HostState.HELLO, version)
+        super().__init__(TABLE, Role.PROC_HOST, version)

@@ -1,15 +1,19 @@
-"""A framed stream that can carry descriptors: the guardian channel's transport.
+"""A framed channel that can carry descriptors, and the one async framed read loop.
 
-Both the supervisor and the guardian speak through it (from the protocol distribution,
-so neither imports the other), and the guardian through it to its proc host. It moves
-bytes and descriptors only: which frames may travel, and in what order, is the
-conversation's business (:mod:`coretsia.worker_protocol.internal.guardian_conversation`,
-:mod:`~coretsia.worker_protocol.internal.proc_host_conversation`), which
-:meth:`FramedChannel.receive` feeds until it has a frame. A ``spawn`` frame carries the
-worker's end of its worker channel as ``SCM_RIGHTS`` ancillary data, so the supervisor
-keeps reading readiness directly from each worker while the guardian alone owns the
-processes. Received descriptors queue up in arrival order; the frame that announced them
-takes them with :meth:`FramedChannel.take_fd`.
+Every trio end of every channel reads through :meth:`FramedChannel.receive`: the
+supervisor's control server, its guardian link and its workers' channels, the guardian's
+link to its supervisor, its proc host's and its fork server's (from the protocol
+distribution, so neither daemon imports the other). It moves bytes, descriptors and
+senders only: which frames may travel, and in what order, is the conversation's business
+(:mod:`coretsia.worker_protocol.conversation_engine`'s engine, one table per channel),
+which :meth:`FramedChannel.receive` feeds until it has a frame. (The ends that load no
+event loop read with the engine's one blocking loop,
+:func:`~coretsia.worker_protocol.conversation_engine.receive_blocking`.)
+
+A ``spawn`` frame carries the worker's end of its worker channel as ``SCM_RIGHTS``
+ancillary data, so the supervisor keeps reading readiness directly from each worker while
+the guardian alone owns the processes. Received descriptors queue up in arrival order;
+the frame that announced them takes them with :meth:`FramedChannel.take_fd`.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import Final, Protocol, TypeVar
 import trio
 
 from coretsia.worker_protocol.framing import Need
+from coretsia.worker_protocol.internal.runtime.credentials import CREDENTIALS_SPACE, sender_pid
 
 _MAX_FDS_PER_MESSAGE: Final = 8
 _RECV_BYTES: Final = 65536
@@ -44,10 +49,18 @@ class FrameReader(Protocol[F]):
 class FramedChannel:
     """One end of a UNIX stream socket speaking newline frames plus descriptors."""
 
-    def __init__(self, sock: trio.socket.SocketType) -> None:
+    def __init__(self, sock: trio.socket.SocketType, *, ancillary: bool = True) -> None:
+        """``ancillary=False`` for a peer that may not pass descriptors (a control
+        client): the kernel then discards any it sends, so none can pile up here."""
         self._sock = sock
+        self._ancillary = (
+            socket.CMSG_SPACE(_MAX_FDS_PER_MESSAGE * 4) + CREDENTIALS_SPACE if ancillary else 0
+        )
         self._fds: collections.deque[int] = collections.deque()
         self._send_lock = trio.Lock()
+        self.sender: int | None = None
+        """The pid that sent the last message read, from its ``SCM_CREDENTIALS`` (a
+        ``SOCK_SEQPACKET`` channel with ``SO_PASSCRED``, where a message is a frame)."""
 
     @classmethod
     def from_fd(cls, fd: int) -> FramedChannel:
@@ -90,8 +103,9 @@ class FramedChannel:
         """What the socket has (``b""`` at its end); descriptors with it queue up."""
         flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
         data, ancillary, _flags, _addr = await self._sock.recvmsg(
-            _RECV_BYTES, socket.CMSG_SPACE(_MAX_FDS_PER_MESSAGE * 4), flags
+            _RECV_BYTES, self._ancillary, flags
         )
+        self.sender = sender_pid(ancillary)
         for level, kind, payload in ancillary:
             if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                 fds = array.array("i")
