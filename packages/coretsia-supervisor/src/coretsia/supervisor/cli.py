@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
+    from coretsia.supervisor.guardian_process import EarlyGuardian
     from coretsia.worker_protocol.client import ControlClient
 else:
     # The probe fast path's attribute bag: argparse.Namespace is the same kind of object,
@@ -124,20 +125,18 @@ def cmd_start(args: argparse.Namespace) -> int:
     umask = os.umask(0o077)
     from pathlib import Path
 
-    from coretsia.supervisor import guardian_process
+    from coretsia.supervisor.guardian_process import EarlyGuardian
 
     root = Path(_root(args.root))
     # First thing: the guardian's interpreter boots on the other core while this one
     # imports the runtime below; the guardian link adopts it (see guardian_process).
-    guardian_process.start_early(root, os.environ)
-    try:
-        forced = _run_pool(args, root, umask)
-    finally:
-        guardian_process.discard_early()  # not adopted: the start ended before the launch
+    # Leaving the block lets it go if nobody did (the start ended before the launch).
+    with EarlyGuardian.spawn(root, os.environ) as early:
+        forced = _run_pool(args, root, umask, early)
     return ExitCode.FORCED_STOP if forced else ExitCode.OK
 
 
-def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> bool:
+def _run_pool(args: argparse.Namespace, root: Path, umask: int, early: EarlyGuardian) -> bool:
     """Validate, resolve and run the pool until it is stopped (``start`` after the checks);
     whether the stop was forced."""
     from coretsia.supervisor.config import load_config
@@ -157,7 +156,7 @@ def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> bool:
 
     from coretsia.supervisor.runner import run_supervisor
 
-    return run_supervisor(root, config, spec, umask, args.log_format)
+    return run_supervisor(root, config, spec, umask, args.log_format, early=early)
 
 
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[], WorkerError]]] = {
