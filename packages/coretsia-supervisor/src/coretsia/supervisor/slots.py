@@ -24,8 +24,9 @@ import logging
 import socket
 import sys
 from collections.abc import Callable
-from typing import Final, NamedTuple
+from typing import Final
 
+import attrs
 import trio
 
 from coretsia.supervisor.config import PoolConfig
@@ -78,7 +79,8 @@ A service manager that signals the whole group (systemd's default
 supervisor at the same instant: a graceful stop must not be misread as a crash."""
 
 
-class _Channel(NamedTuple):
+@attrs.frozen
+class _Channel:
     """Our end of one worker's channel, the rules it follows, and (heartbeat on) when the
     worker was last heard."""
 
