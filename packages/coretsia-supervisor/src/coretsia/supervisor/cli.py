@@ -16,6 +16,7 @@ import os
 import sys
 
 from coretsia.supervisor import output
+from coretsia.supervisor.parser import build_parser
 from coretsia.supervisor.platforms import UNTESTED, require_supported_platform
 from coretsia.supervisor.worker import leave  # before any atexit handler: see leave()
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
@@ -30,20 +31,16 @@ from coretsia.worker_protocol.exceptions import (
 from coretsia.worker_protocol.exit_codes import ExitCode
 
 # Not ``from typing import ...``, and no pathlib: the probe commands pay for every import
-# at every probe; type checkers honour a module-level TYPE_CHECKING all the same.
+# at every probe (docs/performance.md, "`status` through argparse only"); type checkers
+# honour a module-level TYPE_CHECKING all the same.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from argparse import Namespace
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
     from coretsia.supervisor.guardian_process import EarlyGuardian
     from coretsia.worker_protocol.client import ControlClient
-else:
-    # The probe fast path's attribute bag: argparse.Namespace is the same kind of object,
-    # but importing argparse is what the fast path saves (see _plain_args).
-    from types import SimpleNamespace as Namespace
 
 DEBUG_ENV = "CORETSIA_DEBUG"
 """Set to 1 to let an unexpected exception's traceback through (unsafe: it may leak)."""
@@ -168,49 +165,6 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[], Work
 """Each command and its catch-all error for anything unexpected."""
 
 
-_PROBES = frozenset({"status", "health", "stop"})
-_START_DEFAULTS = {"log_format": "auto", "config": None}
-"""What argparse gives ``start``'s other options when they are absent."""
-
-
-def _plain_args(argv: Sequence[str]) -> Namespace | None:
-    """A command's plain arguments read without argparse, or None to let argparse read them.
-
-    ``status``, ``health`` and ``stop`` are exec probes, and building the argparse parser
-    (five parsers, each importing or consulting ``gettext``, ``locale`` and ``shutil``)
-    is a measurable part of a probe, and of ``start`` before it launches the guardian, on
-    the path to the first worker (``docs/performance.md``, "The second round"). Only the
-    plain forms are read here:
-    a command, then ``--root DIR`` or ``--root=DIR`` and, for a probe, ``--json``, each
-    at most once, ``DIR`` neither empty nor starting with ``-``. Anything else (help, an
-    abbreviation, ``start``'s other options, a mistake) goes to the real parser, which
-    stays the one definition of the command line; a test checks that both read every
-    accepted form alike.
-    """
-    if not argv or (argv[0] not in _PROBES and argv[0] != "start"):
-        return None
-    probe = argv[0] in _PROBES
-    root: str | None = None
-    as_json = False
-    rest = list(argv[1:])
-    while rest:
-        word = rest.pop(0)
-        if word == "--json" and probe and not as_json:
-            as_json = True
-        elif word == "--root" and root is None and rest:
-            root = rest.pop(0)
-        elif word.startswith("--root=") and root is None:
-            root = word.removeprefix("--root=")
-        else:
-            return None
-        if root is not None and (not root or root.startswith("-")):
-            return None
-    root = "." if root is None else root
-    if not probe:
-        return Namespace(command=argv[0], root=root, **_START_DEFAULTS)
-    return Namespace(command=argv[0], root=root, json=as_json)
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of ``coretsia-supervisor``; exits with the command's status.
 
@@ -232,11 +186,7 @@ def _run(argv: Sequence[str] | None) -> int:
     except WorkerError as exc:
         output.error(exc)
         return int(exc.exit_code)
-    args = _plain_args(sys.argv[1:] if argv is None else argv)
-    if args is None:
-        from coretsia.supervisor.parser import build_parser
-
-        args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     command, catch_all = COMMANDS[args.command]
     if args.command == "start" and support == UNTESTED:
         output.warning("no test has run on this platform; see docs/reliability.md")
