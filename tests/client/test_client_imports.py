@@ -1,5 +1,5 @@
 """The probe path stays light: no trio, psutil, cattrs or attrs on ``status``, nor the
-slow standard modules (dataclasses, typing, pathlib, argparse).
+slow standard modules (dataclasses, typing, pathlib; argparse only in the command).
 
 ``status`` and ``health`` are Kubernetes exec probes; every import is paid at every
 probe. Checked with ``python -X importtime`` against a real (stub) endpoint, so the whole
@@ -66,11 +66,13 @@ def test_status_client_path_is_light(supervisor: StartStub) -> None:
 
 
 def test_status_command_is_light(supervisor: StartStub) -> None:
-    """The status command, as a probe runs it, imports nothing heavy."""
+    """The status command, as a probe runs it, imports nothing heavy; argparse reads its
+    command line, as every command's (measured within the probe's budget:
+    docs/performance.md, "`status` through argparse only")."""
     stub = supervisor(_answer)
     modules = _imported(["-m", "coretsia.supervisor.cli", "status", "--root", str(stub.root)])
     assert "exit=0" in modules
-    assert modules & (HEAVY | SLOW) == set()
+    assert modules & (HEAVY | SLOW) == {"argparse"}
 
 
 def test_public_package_is_sans_io(tmp_path: Path) -> None:

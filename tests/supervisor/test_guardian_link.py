@@ -46,7 +46,7 @@ HELLO = Hello(
 async def _handshake_against(*answers: GuardianFrame, sent: bytes | None = None) -> bytes:
     """Run the supervisor's handshake against a peer whose answers are already queued;
     what the peer received. ``sent``: written before the link existed, as
-    :func:`~coretsia.supervisor.daemon.guardian_process.send_early` writes ``hello``."""
+    :meth:`~coretsia.supervisor.daemon.guardian_process.EarlyGuardian.send` writes ``hello``."""
     a, b = socket.socketpair()
     if sent is not None:
         a.sendall(sent)

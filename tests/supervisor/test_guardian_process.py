@@ -4,25 +4,16 @@ if it never got ``hello``, released through its channel if it did."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import trio
 from internal_pairs import hello
 from pools import wait_for
 
-from coretsia.supervisor.daemon import guardian_process
-from coretsia.supervisor.daemon.guardian_process import GuardianProcess, guardian_env
+from coretsia.supervisor.daemon.guardian_process import EarlyGuardian, GuardianProcess, guardian_env
 from coretsia.worker_protocol import lock
 from coretsia.worker_protocol.internal.guardian_conversation import SupervisorEnd
 from coretsia.worker_protocol.lifecycle import LOCK_PATH, RUNTIME_DIR
-
-
-@pytest.fixture(autouse=True)
-def _no_early_guardian_left() -> Iterator[None]:
-    yield
-    guardian_process.discard_early()
 
 
 def _alive(pid: int) -> bool:
@@ -33,41 +24,45 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def test_nothing_to_adopt_without_an_early_start(tmp_path: Path) -> None:
-    """Without start_early the link spawns its own guardian."""
-    assert guardian_process.take_early(tmp_path, guardian_env(os.environ)) is None
+def _process(early: EarlyGuardian) -> GuardianProcess:
+    process = early._process
+    assert process is not None  # spawned
+    return process
+
+
+def test_nothing_to_adopt_when_the_early_spawn_failed(tmp_path: Path) -> None:
+    """An early guardian whose spawn failed hands over nothing: the link spawns its own."""
+    with EarlyGuardian(tmp_path, guardian_env(os.environ), None) as nothing:
+        assert nothing.take(tmp_path, guardian_env(os.environ)) is None
 
 
 def test_the_early_guardian_is_adopted_once(tmp_path: Path) -> None:
     """Same root, same environment: the early guardian is handed over, and only once."""
-    guardian_process.start_early(tmp_path, os.environ)
-    adopted = guardian_process.take_early(tmp_path, guardian_env(os.environ))
-    assert adopted is not None
-    try:
-        assert guardian_process.take_early(tmp_path, guardian_env(os.environ)) is None
-    finally:
-        adopted.kill()
+    with EarlyGuardian.spawn(tmp_path, os.environ) as early:
+        adopted = early.take(tmp_path, guardian_env(os.environ))
+        assert adopted is not None
+        try:
+            assert early.take(tmp_path, guardian_env(os.environ)) is None
+        finally:
+            adopted.kill()
 
 
 def test_a_guardian_for_another_environment_is_killed(tmp_path: Path) -> None:
     """An early guardian that does not match what the launch asks for is not used."""
-    guardian_process.start_early(tmp_path, os.environ)
-    early = guardian_process._early
-    assert early is not None
-    pid = early[2].pid
-    other = {**guardian_env(os.environ), "CORETSIA_TEST_OTHER": "1"}
-    assert guardian_process.take_early(tmp_path, other) is None
-    assert not _alive(pid)  # killed and reaped
+    with EarlyGuardian.spawn(tmp_path, os.environ) as early:
+        pid = _process(early).pid
+        other = {**guardian_env(os.environ), "CORETSIA_TEST_OTHER": "1"}
+        assert early.take(tmp_path, other) is None
+        assert not _alive(pid)  # killed and reaped
 
 
 def test_an_unadopted_guardian_is_discarded(tmp_path: Path) -> None:
-    """A start that ends before the launch kills and reaps its early guardian."""
-    guardian_process.start_early(tmp_path, os.environ)
-    early = guardian_process._early
-    assert early is not None
-    guardian_process.discard_early()
-    assert not _alive(early[2].pid)
-    assert guardian_process._early is None
+    """A start that ends before the launch (leaving the block) kills and reaps its early
+    guardian."""
+    with EarlyGuardian.spawn(tmp_path, os.environ) as early:
+        process = _process(early)
+    assert not _alive(process.pid)
+    assert early._process is None
 
 
 def test_a_guardian_that_got_hello_is_let_go_through_its_channel(tmp_path: Path) -> None:
@@ -77,14 +72,12 @@ def test_a_guardian_that_got_hello_is_let_go_through_its_channel(tmp_path: Path)
     from coretsia.supervisor.shared._version import __version__
 
     (tmp_path / RUNTIME_DIR).mkdir(parents=True)
-    guardian_process.start_early(tmp_path, os.environ)
-    early = guardian_process._early
-    assert early is not None
-    guardian_process.send_early(SupervisorEnd().send(hello(__version__)))
-    assert early[2].sent is not None
-    wait_for(lambda: lock.probe(str(tmp_path / LOCK_PATH)))  # claimed
-    guardian_process.discard_early()
-    assert early[2]._popen.returncode not in (None, -9)  # it exited, not killed
+    with EarlyGuardian.spawn(tmp_path, os.environ) as early:
+        process = _process(early)
+        early.send(SupervisorEnd().send(hello(__version__)))
+        assert process.sent is not None
+        wait_for(lambda: lock.probe(str(tmp_path / LOCK_PATH)))  # claimed
+    assert process._popen.returncode not in (None, -9)  # it exited, not killed
     assert not lock.probe(str(tmp_path / LOCK_PATH))
 
 

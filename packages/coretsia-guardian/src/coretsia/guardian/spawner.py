@@ -28,9 +28,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final, TypeVar
 
+import attrs
 import trio
-
-from coretsia.worker_protocol.records import Frozen
 
 FIRST_FD: Final = 3
 """Where the first passed descriptor lands in the child; the others follow in order.
@@ -54,7 +53,8 @@ _RESET_SIGNALS: Final = (
 )
 
 
-class SpawnRequest(Frozen):
+@attrs.frozen
+class SpawnRequest:
     """What to start: a shell-free argv, its environment, the descriptors it gets."""
 
     argv: Sequence[str]

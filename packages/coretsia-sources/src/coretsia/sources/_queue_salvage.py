@@ -22,7 +22,9 @@ import contextlib
 import os
 import sqlite3
 import urllib.parse
-from typing import Final, NamedTuple
+from typing import Final
+
+import attrs
 
 from coretsia.sources._queue_connection import Connection
 from coretsia.sources._queue_maintenance import STATES
@@ -45,7 +47,8 @@ _HIGHEST: Final = (
 Row = tuple[object, ...]
 
 
-class Salvaged(NamedTuple):
+@attrs.frozen
+class Salvaged:
     """What ``recover`` copied, by state (:data:`STATES`), and the ids it could not read."""
 
     saved: dict[str, int]

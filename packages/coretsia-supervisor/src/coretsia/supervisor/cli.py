@@ -16,6 +16,7 @@ import os
 import sys
 
 from coretsia.supervisor.daemon.platforms import UNTESTED, require_supported_platform
+from coretsia.supervisor.parser import build_parser
 from coretsia.supervisor.shared import output
 from coretsia.supervisor.worker_side.exits import leave  # before any atexit handler: see leave()
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
@@ -30,19 +31,16 @@ from coretsia.worker_protocol.exceptions import (
 from coretsia.worker_protocol.exit_codes import ExitCode
 
 # Not ``from typing import ...``, and no pathlib: the probe commands pay for every import
-# at every probe; type checkers honour a module-level TYPE_CHECKING all the same.
+# at every probe (docs/performance.md, "`status` through argparse only"); type checkers
+# honour a module-level TYPE_CHECKING all the same.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from argparse import Namespace
     from collections.abc import Callable, Sequence
     from pathlib import Path
 
+    from coretsia.supervisor.daemon.guardian_process import EarlyGuardian
     from coretsia.worker_protocol.client import ControlClient
-else:
-    # The probe fast path's attribute bag: argparse.Namespace is the same kind of object,
-    # but importing argparse is what the fast path saves (see _plain_args).
-    from types import SimpleNamespace as Namespace
 
 DEBUG_ENV = "CORETSIA_DEBUG"
 """Set to 1 to let an unexpected exception's traceback through (unsafe: it may leak)."""
@@ -124,20 +122,18 @@ def cmd_start(args: argparse.Namespace) -> int:
     umask = os.umask(0o077)
     from pathlib import Path
 
-    from coretsia.supervisor.daemon import guardian_process
+    from coretsia.supervisor.daemon.guardian_process import EarlyGuardian
 
     root = Path(_root(args.root))
     # First thing: the guardian's interpreter boots on the other core while this one
     # imports the runtime below; the guardian link adopts it (see guardian_process).
-    guardian_process.start_early(root, os.environ)
-    try:
-        forced = _run_pool(args, root, umask)
-    finally:
-        guardian_process.discard_early()  # not adopted: the start ended before the launch
+    # Leaving the block lets it go if nobody did (the start ended before the launch).
+    with EarlyGuardian.spawn(root, os.environ) as early:
+        forced = _run_pool(args, root, umask, early)
     return ExitCode.FORCED_STOP if forced else ExitCode.OK
 
 
-def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> bool:
+def _run_pool(args: argparse.Namespace, root: Path, umask: int, early: EarlyGuardian) -> bool:
     """Validate, resolve and run the pool until it is stopped (``start`` after the checks);
     whether the stop was forced."""
     from coretsia.supervisor.config import load_config
@@ -157,7 +153,7 @@ def _run_pool(args: argparse.Namespace, root: Path, umask: int) -> bool:
 
     from coretsia.supervisor.daemon.runner import run_supervisor
 
-    return run_supervisor(root, config, spec, umask, args.log_format)
+    return run_supervisor(root, config, spec, umask, args.log_format, early=early)
 
 
 COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[], WorkerError]]] = {
@@ -167,49 +163,6 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], int], Callable[[], Work
     "health": (cmd_health, WorkerCommunicationFailedError),
 }
 """Each command and its catch-all error for anything unexpected."""
-
-
-_PROBES = frozenset({"status", "health", "stop"})
-_START_DEFAULTS = {"log_format": "auto", "config": None}
-"""What argparse gives ``start``'s other options when they are absent."""
-
-
-def _plain_args(argv: Sequence[str]) -> Namespace | None:
-    """A command's plain arguments read without argparse, or None to let argparse read them.
-
-    ``status``, ``health`` and ``stop`` are exec probes, and building the argparse parser
-    (five parsers, each importing or consulting ``gettext``, ``locale`` and ``shutil``)
-    is a measurable part of a probe, and of ``start`` before it launches the guardian, on
-    the path to the first worker (``docs/performance.md``, "The second round"). Only the
-    plain forms are read here:
-    a command, then ``--root DIR`` or ``--root=DIR`` and, for a probe, ``--json``, each
-    at most once, ``DIR`` neither empty nor starting with ``-``. Anything else (help, an
-    abbreviation, ``start``'s other options, a mistake) goes to the real parser, which
-    stays the one definition of the command line; a test checks that both read every
-    accepted form alike.
-    """
-    if not argv or (argv[0] not in _PROBES and argv[0] != "start"):
-        return None
-    probe = argv[0] in _PROBES
-    root: str | None = None
-    as_json = False
-    rest = list(argv[1:])
-    while rest:
-        word = rest.pop(0)
-        if word == "--json" and probe and not as_json:
-            as_json = True
-        elif word == "--root" and root is None and rest:
-            root = rest.pop(0)
-        elif word.startswith("--root=") and root is None:
-            root = word.removeprefix("--root=")
-        else:
-            return None
-        if root is not None and (not root or root.startswith("-")):
-            return None
-    root = "." if root is None else root
-    if not probe:
-        return Namespace(command=argv[0], root=root, **_START_DEFAULTS)
-    return Namespace(command=argv[0], root=root, json=as_json)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -234,11 +187,7 @@ def _run(argv: Sequence[str] | None) -> int:
     except WorkerError as exc:
         output.error(exc)
         return int(exc.exit_code)
-    args = _plain_args(sys.argv[1:] if argv is None else argv)
-    if args is None:
-        from coretsia.supervisor.parser import build_parser
-
-        args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
     command, catch_all = COMMANDS[args.command]
     if args.command == "start" and support == UNTESTED:
         output.warning("no test has run on this platform; see docs/reliability.md")

@@ -1,8 +1,11 @@
-"""The one base of Coretsia's records: frozen, slotted value classes declared by annotation.
+"""The plain base of the records on the start-up paths: frozen, slotted value classes.
 
-Every frame of the protocol (public and internal), the state and locator files, the
-supervisor's process snapshot and the guardian's spawn requests are declared the same
-way, each field once::
+Every other record is an attrs class; this base is for the ones a worker's boot or the
+status probe import, where attrs would cost about 25 ms (measured in
+``docs/performance.md``, "Records: attrs off the start-up paths"; enforced by
+``tests/test_record_style.py``): every frame of the protocol (public and internal: one
+family, one codec), the state, locator and generation files, the generation's process
+snapshot and the queue sources' messages. Each field is declared once::
 
     class Ready(Frame):
         token: str | None = field(default=None, secret=True, kind=Nullable(Hex(64)))
@@ -15,11 +18,10 @@ The base supplies the constructor (positional and keyword, or keyword-only with
 marked ``secret``, ``__match_args__``, pickling, and ``dataclasses.FrozenInstanceError``
 on assignment.
 
-Why not :mod:`dataclasses` or attrs: records are built on every worker's boot path and on
-the probe path (``status`` is a Kubernetes exec probe), where ``dataclasses`` costs about
-10 ms per process (it imports :mod:`inspect`, with ``ast``, ``dis`` and ``tokenize``) and
-attrs more. This module imports nothing at all; type checkers learn the constructors
-from :func:`typing.dataclass_transform`.
+Why not :mod:`dataclasses` or attrs: ``dataclasses`` imports :mod:`inspect` (with
+``ast``, ``dis`` and ``tokenize``), attrs more (see the measurement above). This module
+imports nothing at all; type checkers learn the constructors from
+:func:`typing.dataclass_transform`.
 
 Not re-exported from the package and without a stability promise: it is the shared base
 of Coretsia's own distributions, not an API for third parties.

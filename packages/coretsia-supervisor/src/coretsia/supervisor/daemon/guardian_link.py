@@ -17,7 +17,7 @@ from typing import Final
 
 import trio
 
-from coretsia.supervisor.daemon.guardian_process import GuardianProcess, take_early
+from coretsia.supervisor.daemon.guardian_process import EarlyGuardian, GuardianProcess
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import (
     ProtocolError,
@@ -45,12 +45,17 @@ class GuardianLink:
         self._conversation = SupervisorEnd()
 
     @classmethod
-    async def launch(cls, root: Path, hello: Hello, env: Mapping[str, str]) -> GuardianLink:
+    async def launch(
+        cls, root: Path, hello: Hello, env: Mapping[str, str], early: EarlyGuardian | None = None
+    ) -> GuardianLink:
         """Adopt the early guardian (or start one) and complete the handshake and lock claim.
+
+        ``early`` is ``start``'s guardian, spawned before the supervisor imported trio; it
+        is adopted only if it was started for exactly this root and environment.
 
         Raises :class:`WorkerAlreadyRunningError` when another generation holds the lock.
         """
-        process = take_early(root, env)
+        process = None if early is None else early.take(root, env)
         if process is None:
             try:
                 process = GuardianProcess.start(root, env)
@@ -74,7 +79,7 @@ class GuardianLink:
         The conversation checks them: a refusal raises its own error, a guardian of
         another version ``worker-peer-version-mismatch``; an end or a broken rule is the
         failure of the step it interrupted. A ``hello`` already written before trio (the
-        very same bytes: see :func:`~coretsia.supervisor.daemon.guardian_process.send_early`) is
+        very same bytes: see :meth:`.guardian_process.EarlyGuardian.send`) is
         not written again.
         """
         data = self._conversation.send(hello)

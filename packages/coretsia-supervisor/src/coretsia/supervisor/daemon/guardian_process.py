@@ -3,15 +3,16 @@
 A supervisor and its guardian are two interpreters that each import trio, cattrs and
 their own modules, about 0.2 s apiece; started one after the other they cost every
 ``start`` twice that before the first worker. So ``start`` spawns the guardian first
-thing (:func:`start_early`), and the two boot side by side on two cores. Once the
-configuration is read, and still before trio, ``start`` sends it ``hello``
-(:func:`send_early`): the guardian claims the lock and starts the generation's helpers
-(the fork server boots) while this process imports the rest. The
+thing (:meth:`EarlyGuardian.spawn`), and the two boot side by side on two cores. Once
+the configuration is read, and still before trio, ``start`` sends it ``hello``
+(:meth:`EarlyGuardian.send`): the guardian claims the lock and starts the generation's
+helpers (the fork server boots) while this process imports the rest. The
 :class:`~coretsia.supervisor.daemon.guardian_link.GuardianLink` adopts it later
-(:func:`take_early`) and goes on with the handshake. One that is never adopted (the
-start failed in between) is let go (:func:`discard_early`): killed at once if it never
-got ``hello`` (it holds nothing), else by closing its channel, as a supervisor's death
-lets it go, so that it releases what it claimed.
+(:meth:`EarlyGuardian.take`) and goes on with the handshake. One that is never adopted
+(the start failed in between) is let go (:meth:`EarlyGuardian.discard`): killed at once
+if it never got ``hello`` (it holds nothing), else by closing its channel, as a
+supervisor's death lets it go, so that it releases what it claimed. The
+:class:`EarlyGuardian` is ``start``'s, passed down explicitly to the run and the link.
 
 This module imports only the standard library: it runs before trio is imported.
 :class:`GuardianProcess` imports trio only in :meth:`~GuardianProcess.wait`.
@@ -79,7 +80,7 @@ class GuardianProcess:
         self.channel = channel
         """The supervisor's end of the guardian channel (a UNIX stream socket)."""
         self.sent: bytes | None = None
-        """What :func:`send_early` wrote on the channel (``hello``), if anything."""
+        """What :meth:`EarlyGuardian.send` wrote on the channel (``hello``), if anything."""
 
     @classmethod
     def start(cls, root: Path, env: Mapping[str, str]) -> GuardianProcess:
@@ -141,59 +142,71 @@ class GuardianProcess:
         self._popen.wait()
 
 
-_early: tuple[Path, dict[str, str], GuardianProcess] | None = None
+class EarlyGuardian:
+    """The guardian ``start`` spawned first thing, until the guardian link adopts it.
 
-
-def start_early(root: Path, environ: Mapping[str, str]) -> None:
-    """Spawn the guardian now, for :func:`take_early` to hand to the guardian link.
-
-    If the spawn fails, nothing is kept: the link then spawns the guardian itself at
-    launch time and reports the failure the usual way.
+    ``start`` creates it (:meth:`spawn`) and hands it down to the run: :meth:`send`
+    writes ``hello`` before trio, :meth:`take` gives the process to
+    :meth:`~coretsia.supervisor.daemon.guardian_link.GuardianLink.launch`, and :meth:`discard`
+    (also on leaving a ``with`` block) lets one go that nobody adopted.
     """
-    global _early  # one early guardian per supervisor process
-    if not hasattr(socket, "AF_UNIX"):
-        # No channel can be made here (nor any worker's): ``start`` refuses the driver
-        # once the configuration is read, with its configuration error.
-        return
-    env = guardian_env(environ)
-    try:
-        _early = (root, env, GuardianProcess.start(root, env))
-    except OSError:
-        _early = None
 
+    def __init__(self, root: Path, env: dict[str, str], process: GuardianProcess | None) -> None:
+        self._root = root
+        self._env = env
+        self._process = process
 
-def send_early(hello: bytes) -> None:
-    """Write ``hello`` (encoded) on the early guardian's channel now, if there is one.
+    @classmethod
+    def spawn(cls, root: Path, environ: Mapping[str, str]) -> EarlyGuardian:
+        """Spawn the guardian now, for :meth:`take` to hand to the guardian link.
 
-    The channel is empty and the frame small: the write completes at once, whether or not
-    the guardian reads yet. If it fails, the guardian is gone: the link finds out at the
-    handshake, as it would have without this.
-    """
-    if _early is None:
-        return
-    process = _early[2]
-    try:
-        process.channel.sendall(hello)
-    except OSError:
-        return
-    process.sent = hello
+        If the spawn fails, nothing is kept: the link then spawns the guardian itself at
+        launch time and reports the failure the usual way.
+        """
+        env = guardian_env(environ)
+        if not hasattr(socket, "AF_UNIX"):
+            # No channel can be made here (nor any worker's): ``start`` refuses the driver
+            # once the configuration is read, with its configuration error.
+            return cls(root, env, None)
+        try:
+            return cls(root, env, GuardianProcess.start(root, env))
+        except OSError:
+            return cls(root, env, None)
 
+    def send(self, hello: bytes) -> None:
+        """Write ``hello`` (encoded) on the early guardian's channel now, if there is one.
 
-def take_early(root: Path, env: Mapping[str, str]) -> GuardianProcess | None:
-    """The early guardian, if one was started for exactly this root and environment."""
-    global _early
-    early, _early = _early, None
-    if early is None:
+        The channel is empty and the frame small: the write completes at once, whether or
+        not the guardian reads yet. If it fails, the guardian is gone: the link finds out
+        at the handshake, as it would have without this.
+        """
+        if self._process is None:
+            return
+        try:
+            self._process.channel.sendall(hello)
+        except OSError:
+            return
+        self._process.sent = hello
+
+    def take(self, root: Path, env: Mapping[str, str]) -> GuardianProcess | None:
+        """The early guardian, if one was started for exactly this root and environment;
+        it is the caller's from now on (a second call gives None)."""
+        process, self._process = self._process, None
+        if process is None:
+            return None
+        if self._root == root and self._env == dict(env):
+            return process
+        process.kill()
         return None
-    if early[0] == root and early[1] == dict(env):
-        return early[2]
-    early[2].kill()
-    return None
 
+    def discard(self) -> None:
+        """Kill and reap the early guardian if nobody adopted it (the start ended before)."""
+        process, self._process = self._process, None
+        if process is not None:
+            process.kill()
 
-def discard_early() -> None:
-    """Kill and reap the early guardian if nobody adopted it (the start ended before)."""
-    global _early
-    early, _early = _early, None
-    if early is not None:
-        early[2].kill()
+    def __enter__(self) -> EarlyGuardian:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.discard()

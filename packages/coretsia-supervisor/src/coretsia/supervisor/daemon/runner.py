@@ -22,7 +22,7 @@ from coretsia.supervisor.daemon.drivers import (
     resolve_driver,
     resolve_transport,
 )
-from coretsia.supervisor.daemon.guardian_process import send_early, without_service_manager
+from coretsia.supervisor.daemon.guardian_process import EarlyGuardian, without_service_manager
 from coretsia.supervisor.daemon.ipc_resources import require_ipc
 from coretsia.supervisor.daemon.platforms import require_supported_platform
 from coretsia.supervisor.daemon.runtime_files import runtime_dirs, trust_runtime_dirs
@@ -54,6 +54,7 @@ def run_supervisor(
     attach: Callable[[Supervisor, trio.lowlevel.TrioToken], None] | None = None,
     *,
     hosted: Callable[[], None] | None = None,
+    early: EarlyGuardian | None = None,
 ) -> bool:
     """Start the pool at ``root`` and serve it until it stops; raise its failure.
 
@@ -67,6 +68,9 @@ def run_supervisor(
     called once every slot is ready; the run installs no signal handler (the host owns
     SIGTERM and SIGINT and forwards its stop), may be in any thread, and never speaks to
     a service manager (the host is the service: its own ``NOTIFY_SOCKET`` is not ours).
+
+    ``early`` is the guardian ``start`` spawned first thing, if any: it gets ``hello``
+    before trio is imported, and the guardian link adopts it.
     """
     require_supported_platform()  # ProcessManager.start() comes here without the CLI
     driver = resolve_driver(config.worker.driver)
@@ -94,7 +98,8 @@ def run_supervisor(
     # helpers while this process imports trio and the runtime below; whatever of the
     # generation outlives it comes to us from now on.
     become_subreaper()
-    send_early(SupervisorEnd().send(hello))
+    if early is not None:
+        early.send(SupervisorEnd().send(hello))
 
     import trio
 
@@ -114,6 +119,7 @@ def run_supervisor(
         telemetry=_telemetry(config.observability.telemetry.value, metrics),
         metrics=metrics,
         on_running=hosted,
+        early=early,
     )
 
     async def main() -> None:

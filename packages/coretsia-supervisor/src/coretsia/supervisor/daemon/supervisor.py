@@ -37,7 +37,7 @@ from coretsia.supervisor.daemon.containment import generation_cgroup
 from coretsia.supervisor.daemon.control_server import ControlServer
 from coretsia.supervisor.daemon.guardian_events import RELEASE_TIMEOUT_S, GuardianEvents
 from coretsia.supervisor.daemon.guardian_link import GuardianLink
-from coretsia.supervisor.daemon.guardian_process import guardian_env
+from coretsia.supervisor.daemon.guardian_process import EarlyGuardian, guardian_env
 from coretsia.supervisor.daemon.ipc_resources import PoolIpc
 from coretsia.supervisor.daemon.notify import Notifier
 from coretsia.supervisor.daemon.pool import Pool, StopCause
@@ -101,8 +101,10 @@ class Supervisor:
         telemetry: Telemetry = NO_TELEMETRY,
         metrics: MetricsEndpoint | None = None,
         on_running: Callable[[], None] | None = None,
+        early: EarlyGuardian | None = None,
     ) -> None:
         self._root = root
+        self._early = early
         self._on_running = on_running
         self._hello = hello
         self._telemetry = telemetry
@@ -211,7 +213,9 @@ class Supervisor:
         """
         config = self._config
         with trio.CancelScope(shield=True):
-            link = await GuardianLink.launch(self._root, self._hello, guardian_env(self._environ))
+            link = await GuardianLink.launch(
+                self._root, self._hello, guardian_env(self._environ), self._early
+            )
             self._link = link
             # Only now, with the lock ours: a refused start (already running, draining)
             # must log nothing that reads like a pool starting.

@@ -29,6 +29,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, final
 
+import attrs
+
 from coretsia.supervisor.process_entries.definition import (
     AsyncOverride,
     Process,
@@ -52,7 +54,6 @@ from coretsia.supervisor.process_entries.rules import (
     check_worker_num,
 )
 from coretsia.supervisor.process_entries.targets import async_shape, describe, is_process
-from coretsia.worker_protocol.records import Frozen, field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,7 +65,8 @@ __all__ = ["Batch", "ProcessEntry", "Registry", "RegistryOwner", "registry_of"]
 
 
 @final
-class ProcessEntry(Frozen):
+@attrs.frozen
+class ProcessEntry:
     """One registered worker: its name and id, the effective task and how to rebuild it.
 
     ``task`` is what :meth:`ProcessManager.get` returns; ``target`` and ``kind`` are the
@@ -73,25 +75,26 @@ class ProcessEntry(Frozen):
     name, the task and the target: they carry the application's words (errors' rule).
     """
 
-    name: str = field(secret=True)
+    name: str = attrs.field(repr=False)
     worker_id: int
-    task: Process = field(secret=True)
-    target: str = field(secret=True)
+    task: Process = attrs.field(repr=False)
+    target: str = attrs.field(repr=False)
     kind: str
     enable_async: bool
 
 
 @final
-class Batch(Frozen):
+@attrs.frozen
+class Batch:
     """A validated registration waiting for :meth:`Registry.commit`: nothing has names yet.
 
     ``worker_num`` is 0 for a disabled task, whatever count was asked for.
     """
 
     worker_num: int
-    task: Process = field(secret=True)
-    name: str | None = field(secret=True)
-    target: str = field(secret=True)
+    task: Process = attrs.field(repr=False)
+    name: str | None = attrs.field(repr=False)
+    target: str = attrs.field(repr=False)
     kind: str
     enable_async: bool
 

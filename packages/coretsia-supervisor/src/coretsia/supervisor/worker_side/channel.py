@@ -20,13 +20,13 @@ import socket
 import sys
 
 from coretsia.supervisor.worker_side.exits import EXIT_CONTRACT, WorkerExit, failure
+from coretsia.worker_protocol.catalogue import Reason
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import threading
     from collections.abc import Callable
 
-    from coretsia.worker_protocol.catalogue import Reason
     from coretsia.worker_protocol.worker_channel import WorkerFrame
 
 
@@ -233,5 +233,5 @@ class Retirement:
                     return True
                 conversation.receive_data(data)
         except ProtocolError:
-            raise failure("LIFECYCLE_FAILED") from None
+            raise failure(Reason.LIFECYCLE_FAILED) from None
         return True  # the grant, or nobody to ask any more (the channel closed): retire

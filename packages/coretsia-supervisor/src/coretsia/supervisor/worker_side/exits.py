@@ -66,15 +66,13 @@ class WorkerExit(Exception):
         self.reason = reason
 
 
-def failure(reason_name: str) -> WorkerExit:
-    """A :class:`WorkerExit` with status 1 and the named reason (the catalogue, lazily)."""
-    from coretsia.worker_protocol.catalogue import Reason
-
-    return WorkerExit(EXIT_FAILURE, Reason[reason_name])
+def failure(reason: Reason) -> WorkerExit:
+    """A :class:`WorkerExit` with status 1 and ``reason``."""
+    return WorkerExit(EXIT_FAILURE, reason)
 
 
-def source_failure(error: Exception, reason_name: str) -> WorkerExit:
-    """:func:`failure` of the step that broke (``reason_name``), unless the source named
+def source_failure(error: Exception, reason: Reason) -> WorkerExit:
+    """:func:`failure` of the step that broke (``reason``), unless the source named
     the cause: a :class:`~coretsia.worker_protocol.task_source.TaskSourceStorageError`
     (its storage is corrupt or full) ends the worker with its own reason.
 
@@ -84,7 +82,7 @@ def source_failure(error: Exception, reason_name: str) -> WorkerExit:
 
     if isinstance(error, TaskSourceStorageError):
         return WorkerExit(EXIT_FAILURE, error.reason)
-    return failure(reason_name)
+    return failure(reason)
 
 
 _leaving: int | None = None

@@ -179,15 +179,16 @@ def _serve(
     run a task worker or, past the task slots, an entry."""
     from coretsia.supervisor.generation.published import GenerationError, load_current_generation
     from coretsia.supervisor.worker_side.stop_signal import StopSignal
+    from coretsia.worker_protocol.catalogue import Reason
 
     if not armed:  # no parent-death watch: this worker could outlive its generation
-        raise failure("CHILD_START_FAILED")
+        raise failure(Reason.CHILD_START_FAILED)
     mark_managed()  # a worker, of either kind, never starts a pool of its own
     try:
         generation, spec = load_current_generation(root, *generation_args)
     except GenerationError as error:
         # The supervisor published and pinned it: anything else is someone else's.
-        raise failure("GENERATION_UNTRUSTED") from error
+        raise failure(Reason.GENERATION_UNTRUSTED) from error
     reporter.debug = spec.debug
     reporter.heartbeat_timeout_ms = spec.heartbeat_timeout_ms
     if slot < spec.workers:

@@ -65,11 +65,12 @@ def check_runtime_entrypoint(task_type: str, record: RuntimeEntrypoint | None) -
     not name the entrypoint ``task_type`` needs, or its provider no longer imports.
     """
     from coretsia.supervisor.worker_side.exits import failure
+    from coretsia.worker_protocol.catalogue import Reason
     from coretsia.worker_protocol.internal.runtime.imports import import_target
 
     if record is None or record.name != entrypoint_for(task_type):
-        raise failure("RUNTIME_ENTRYPOINT_UNAVAILABLE")
+        raise failure(Reason.RUNTIME_ENTRYPOINT_UNAVAILABLE)
     try:
         import_target(record.provider)
     except Exception as error:
-        raise failure("RUNTIME_ENTRYPOINT_UNAVAILABLE") from error
+        raise failure(Reason.RUNTIME_ENTRYPOINT_UNAVAILABLE) from error

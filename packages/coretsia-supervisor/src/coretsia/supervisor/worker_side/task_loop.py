@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from coretsia.supervisor.shared.telemetry import NO_TELEMETRY
 from coretsia.supervisor.worker_side.exits import EXIT_OK, WorkerExit, failure, source_failure
+from coretsia.worker_protocol.catalogue import Reason
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -80,12 +81,12 @@ class Hooks:
 
 
 _EXIT_OUTCOMES = {
-    "TASK_HOOK_FAILED": "hook-failed",
-    "TASK_RESET_FAILED": "reset-failed",
-    "TASK_SETTLEMENT_FAILED": "settlement-failed",
+    Reason.TASK_HOOK_FAILED: "hook-failed",
+    Reason.TASK_RESET_FAILED: "reset-failed",
+    Reason.TASK_SETTLEMENT_FAILED: "settlement-failed",
     # A source that names why its settlement failed (TaskSourceStorageError): still one.
-    "TASK_SOURCE_CORRUPT": "settlement-failed",
-    "TASK_SOURCE_FULL": "settlement-failed",
+    Reason.TASK_SOURCE_CORRUPT: "settlement-failed",
+    Reason.TASK_SOURCE_FULL: "settlement-failed",
 }
 """The ``worker.task`` outcome of each way a unit of work ends the worker."""
 
@@ -105,7 +106,8 @@ def run_unit(
         error = _run_unit(task, hooks)
         outcome = "completed" if error is None else "failed"
     except WorkerExit as leaving:
-        outcome = _EXIT_OUTCOMES.get(leaving.reason.name if leaving.reason else "", outcome)
+        if leaving.reason is not None:
+            outcome = _EXIT_OUTCOMES.get(leaving.reason, outcome)
         raise
     finally:
         recording.finish(outcome)
@@ -126,7 +128,10 @@ def _run_unit(task: Task, hooks: Hooks) -> Exception | None:
             result = task.run()
         except Exception as task_error:  # noqa: BLE001 - settled with fail()
             error = task_error
-    for kind, reason in ((hooks.after, "TASK_HOOK_FAILED"), (hooks.reset, "TASK_RESET_FAILED")):
+    for kind, reason in (
+        (hooks.after, Reason.TASK_HOOK_FAILED),
+        (hooks.reset, Reason.TASK_RESET_FAILED),
+    ):
         for hook in kind:
             try:
                 hook()
@@ -138,7 +143,7 @@ def _run_unit(task: Task, hooks: Hooks) -> Exception | None:
         else:
             task.fail(error)
     except Exception as settle_error:
-        raise source_failure(settle_error, "TASK_SETTLEMENT_FAILED") from settle_error
+        raise source_failure(settle_error, Reason.TASK_SETTLEMENT_FAILED) from settle_error
     return error
 
 
@@ -175,11 +180,11 @@ def work(
         try:
             task = source.receive()
         except Exception as error:
-            raise source_failure(error, "TASK_SOURCE_RECEIVE_FAILED") from error
+            raise source_failure(error, Reason.TASK_SOURCE_RECEIVE_FAILED) from error
         if task is None:
             if context.wait_for_stop(0):
                 continue  # a stop, or this worker's turn to retire: the top tells which
-            raise failure("TASK_SOURCE_TERMINATED")
+            raise failure(Reason.TASK_SOURCE_TERMINATED)
         retirement.listening(on=False)  # a running task never sees a recycle as a stop
         attempts += 1  # seed 000: max_requests counts acquired attempts, failed ones too
         failed = run_unit(task, hooks, telemetry, context.task_type)

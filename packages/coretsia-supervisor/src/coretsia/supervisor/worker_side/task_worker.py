@@ -12,6 +12,7 @@ is imported after ``ready``, so readiness never waits for it.
 from __future__ import annotations
 
 from coretsia.supervisor.worker_side.exits import failure, source_failure
+from coretsia.worker_protocol.catalogue import Reason
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ def resolve_hooks(targets: HookTargets) -> Hooks:
 
     return Hooks(
         *(
-            [_import_callable(target, "CHILD_START_FAILED") for target in kind]
+            [_import_callable(target, Reason.CHILD_START_FAILED) for target in kind]
             for kind in (targets.before, targets.after, targets.reset)
         )
     )
@@ -163,32 +164,32 @@ def resolve_hooks(targets: HookTargets) -> Hooks:
 
 def resolve_source(target: str | None, context: SourceContext) -> TaskSource:
     """Import the frozen ``module:attr``, build the source, check it is ready to serve."""
-    factory = _import_callable(target, "TASK_SOURCE_UNRESOLVABLE")
+    factory = _import_callable(target, Reason.TASK_SOURCE_UNRESOLVABLE)
     declared = getattr(factory, "task_type", context.task_type)
     if declared != context.task_type:
         # The application's own factory is imported here first; one that declares
         # another task type is refused like one that is not a source at all.
-        raise failure("TASK_SOURCE_INVALID")
+        raise failure(Reason.TASK_SOURCE_INVALID)
     try:
         source = factory(context)
     except Exception as error:
-        raise failure("TASK_SOURCE_UNRESOLVABLE") from error
+        raise failure(Reason.TASK_SOURCE_UNRESOLVABLE) from error
     try:
         valid = callable(getattr(source, "assert_ready", None)) and callable(
             getattr(source, "receive", None)
         )
     except Exception as error:
-        raise failure("TASK_SOURCE_INVALID") from error
+        raise failure(Reason.TASK_SOURCE_INVALID) from error
     if not valid:
-        raise failure("TASK_SOURCE_INVALID")
+        raise failure(Reason.TASK_SOURCE_INVALID)
     try:
         source.assert_ready()
     except Exception as error:
-        raise source_failure(error, "TASK_SOURCE_NOT_READY") from error
+        raise source_failure(error, Reason.TASK_SOURCE_NOT_READY) from error
     return source  # type: ignore[no-any-return]
 
 
-def _import_callable(target: str | None, reason: str) -> Callable[..., Any]:
+def _import_callable(target: str | None, reason: Reason) -> Callable[..., Any]:
     """Follow a frozen ``module:attr`` to a callable; anything else is ``failure(reason)``."""
     if target is None or not all(target.partition(":")[::2]):
         raise failure(reason)  # no module, or no attr
