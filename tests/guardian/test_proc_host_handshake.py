@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from peers import FramedPeer
-from pools import Supervisors, lock_held, write_root
+from pools import Supervisors, lock_held, wait_for, write_root
 from site_hooks import SIGNAL_LOG, SIGNAL_LOG_ENV, quick_and_slow_workers, signals_sent, site_env
 
 from coretsia.proc_host._version import __version__
@@ -107,6 +107,32 @@ def test_frames_read_with_the_hello_are_served(host: ProcHost) -> None:
     spawned = host.receive()  # before the test sends anything more
     assert isinstance(spawned, Spawned)
     assert spawned.slot == 0
+    host.send(Quit())
+    assert host.finish()[0] == 0
+    ours.close()
+
+
+def test_received_descriptors_are_close_on_exec(host: ProcHost) -> None:
+    """What a spawn carries is close-on-exec from the moment the proc host holds it
+    (``MSG_CMSG_CLOEXEC`` reaches the kernel: ``socket.recv_fds`` would drop it), so a
+    worker started in between never inherits another worker's channel."""
+    host.handshake()
+    ours, theirs = socket.socketpair()
+    in_flight = f"socket:[{os.fstat(theirs.fileno()).st_ino}]"
+    spawn = encode_proc_host_frame(Spawn(slot=0, argv=(sys.executable, "-c", "pass")))
+    socket.send_fds(host.sock, [spawn[:1]], [theirs.fileno()])  # held: the frame is not whole
+    theirs.close()
+
+    def held() -> list[str]:
+        fds = os.listdir(f"/proc/{host.proc.pid}/fd")
+        return [fd for fd in fds if os.readlink(f"/proc/{host.proc.pid}/fd/{fd}") == in_flight]
+
+    wait_for(lambda: len(held()) == 1)
+    with open(f"/proc/{host.proc.pid}/fdinfo/{held()[0]}") as info:
+        flags = next(int(line.split()[1], 8) for line in info if line.startswith("flags:"))
+    assert flags & os.O_CLOEXEC
+    host.sock.sendall(spawn[1:])
+    assert isinstance(host.receive(), Spawned)
     host.send(Quit())
     assert host.finish()[0] == 0
     ours.close()

@@ -20,7 +20,7 @@ from coretsia.worker_protocol.internal.fork_server import (
     parse_answer,
     started,
 )
-from coretsia.worker_protocol.internal.runtime.credentials import CREDENTIALS_SPACE, sender_pid
+from coretsia.worker_protocol.internal.runtime.ancillary import CREDENTIALS_SPACE, sender_pid
 
 
 def test_a_request_carries_its_tag_and_argv() -> None:

@@ -14,7 +14,7 @@ worker ever inherits the guardian connection.
 
 Portability: the module imports anywhere (nothing POSIX-only at import time: ``fcntl``
 is imported where it is used), but serving is POSIX-only in practice: descriptor passing
-(``recv_fds``, ``pass_fds``), SIGCHLD, ``killpg`` and a ``select`` over a pipe have no
+(``SCM_RIGHTS``, ``pass_fds``), SIGCHLD, ``killpg`` and a ``select`` over a pipe have no
 Windows form here (see docs/reliability.md).
 """
 
@@ -32,7 +32,7 @@ from typing import Final, Protocol
 
 from coretsia.proc_host._version import __version__
 from coretsia.worker_protocol.catalogue import Reason
-from coretsia.worker_protocol.conversation_engine import receive_blocking
+from coretsia.worker_protocol.conversation_engine import receive_sync
 from coretsia.worker_protocol.exceptions import ProtocolError, WorkerStartFailedError
 from coretsia.worker_protocol.framing import Need
 from coretsia.worker_protocol.internal.guardian import (
@@ -45,6 +45,7 @@ from coretsia.worker_protocol.internal.guardian import (
 )
 from coretsia.worker_protocol.internal.proc_host import ProcHostFrame, Quit, Signal, SignalName
 from coretsia.worker_protocol.internal.proc_host_conversation import HostEnd, HostState
+from coretsia.worker_protocol.internal.runtime.ancillary import passed_fds
 from coretsia.worker_protocol.internal.runtime.exit_kind import from_returncode
 from coretsia.worker_protocol.internal.runtime.spawn_errors import spawn_failure
 from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV
@@ -112,10 +113,22 @@ class Host:
             pass  # the guardian is gone; the loop sees the end of the channel next
 
     def _read(self) -> bytes:
-        """What is available (``b""`` at the end); its descriptors queue up."""
-        flags = getattr(socket, "MSG_CMSG_CLOEXEC", 0)
-        data, fds, _flags, _addr = socket.recv_fds(self._sock, 65536, _MAX_FDS, flags)
-        self._fds.extend(fds)
+        """What the guardian sent, waiting for it (``b""`` at the end)."""
+        return self._receive(0)
+
+    def _arrived(self) -> bytes | None:
+        """What the guardian sent, if anything arrived (None: nothing yet)."""
+        try:
+            return self._receive(socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return None
+
+    def _receive(self, flags: int) -> bytes:
+        """One read; its descriptors queue up."""
+        flags |= getattr(socket, "MSG_CMSG_CLOEXEC", 0)
+        room = socket.CMSG_SPACE(_MAX_FDS * 4)
+        data, ancillary, _flags, _addr = self._sock.recvmsg(65536, room, flags)
+        self._fds.extend(passed_fds(ancillary))
         return data
 
     def handshake(self) -> bool:
@@ -126,7 +139,7 @@ class Host:
         """
         self._sock.settimeout(_HANDSHAKE_TIMEOUT_S)
         try:
-            receive_blocking(self._conversation, self._read)
+            receive_sync(self._conversation, self._read)
         except WorkerStartFailedError as exc:
             self._send(Refused(reason=exc.reason))
             return False
@@ -225,7 +238,6 @@ class Host:
                         os.read(self._wake_read, 512)
                         self._reap()
                         continue
-                    self._conversation.receive_data(self._read())
                     if self._serve_frames():
                         return 0
         except (OSError, ProtocolError):
@@ -234,8 +246,8 @@ class Host:
             self._kill_all()
 
     def _serve_frames(self) -> bool:
-        """Act on every frame received so far; True once told to ``quit`` or at the end."""
-        while not isinstance(frame := self._conversation.next_event(), Need):
+        """Act on every frame that has arrived; True once told to ``quit`` or at the end."""
+        while not isinstance(frame := receive_sync(self._conversation, self._arrived), Need):
             if isinstance(frame, Spawn):
                 self._spawn(frame)
             elif isinstance(frame, Signal):

@@ -48,7 +48,7 @@ from coretsia.worker_protocol.control import (
     StopProgress,
 )
 from coretsia.worker_protocol.control_conversation import ClientConversation
-from coretsia.worker_protocol.conversation_engine import receive_blocking
+from coretsia.worker_protocol.conversation_engine import receive_sync
 from coretsia.worker_protocol.exceptions import (
     ProtocolError,
     WorkerAlreadyRunningError,
@@ -218,9 +218,7 @@ class ControlClient:
             try:
                 sock.sendall(conversation.hello())
                 while True:
-                    answer: Challenge | ControlResponse | Need = receive_blocking(
-                        conversation, read
-                    )
+                    answer: Challenge | ControlResponse | Need = receive_sync(conversation, read)
                     if isinstance(answer, Need):  # closed: never DATA from the loop
                         # Closed before the terminal answer: a refused client, a version 1
                         # supervisor, a crash.

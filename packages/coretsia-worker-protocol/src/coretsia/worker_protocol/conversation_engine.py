@@ -17,7 +17,8 @@ closed) and ``next_event()`` checks its moves, returning a frame, :data:`Need.DA
 :meth:`FramedChannel.receive
 <coretsia.worker_protocol.internal.runtime.channel.FramedChannel.receive>`, the blocking
 ends (the probe's client, a worker, the proc host, the fork server, none of which loads
-trio) with :func:`receive_blocking`: the two framed read loops.
+trio), and the ends that only take what has arrived, with :func:`receive_sync`: the
+two framed read loops.
 
 The rules every table follows:
 
@@ -259,14 +260,21 @@ class Conversation:
             raise LocalProtocolError(Reason.FRAME_UNEXPECTED)
 
 
-def receive_blocking(conversation: Conversation, read: Callable[[], bytes]) -> Any:
-    """The one blocking read loop: ``conversation``'s next event, reading with ``read``
-    (what the peer sent; ``b""`` at its end) for as long as it needs data.
+def receive_sync(conversation: Conversation, read: Callable[[], bytes | None]) -> Any:
+    """The one synchronous read loop: ``conversation``'s next event, reading with ``read``
+    for as long as it needs data.
 
-    For the ends that load no event loop (the probe's client, a worker, the proc host,
-    the fork server); the trio ends use :meth:`FramedChannel.receive
+    ``read`` returns what the peer sent (``b""`` at its end), or None when nothing is
+    there and the caller must not wait: the loop then returns ``Need.DATA``. A blocking
+    ``read`` serves the ends that load no event loop (the probe's client, the proc host's
+    handshake, the fork server); a non-blocking one serves the ends that only take what
+    has arrived (the supervisor's last words of a worker, a worker's grant check, the
+    proc host between its other wake-ups). The trio ends use :meth:`FramedChannel.receive
     <coretsia.worker_protocol.internal.runtime.channel.FramedChannel.receive>`.
     """
     while (event := conversation.next_event()) is Need.DATA:
-        conversation.receive_data(read())
+        data = read()
+        if data is None:
+            return Need.DATA
+        conversation.receive_data(data)
     return event

@@ -43,8 +43,10 @@ from coretsia.supervisor.daemon.worker_life import (
     judge,
 )
 from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.conversation_engine import receive_sync
 from coretsia.worker_protocol.exceptions import (
     ProtocolError,
+    RemoteProtocolError,
     WorkerError,
     WorkerLifecycleFailedError,
     WorkerStartFailedError,
@@ -104,6 +106,7 @@ class Life:
         self._tell, self.story = trio.open_memory_channel[Happening](math.inf)
         self._reading = True
         self._broken = False
+        self._mid_frame = False
 
     async def read(self) -> None:
         """Read frames as they come, until the channel ends or breaks, or the life does."""
@@ -142,41 +145,45 @@ class Life:
 
     def _pull(self) -> None:
         """Tell every frame whose bytes are already here; never wait."""
-        while self._reading:
-            try:
-                data = self._sock.recv(_CHUNK)
-            except BlockingIOError:
-                return
-            except OSError:
-                data = b""  # reset: the worker is gone, and its exit will say how
-            if not data:
-                self._reading = False  # its end: the exit tells how it ended
-                return
-            self._conversation.receive_data(data)
-            self._tell_frames()
-
-    def _tell_frames(self) -> None:
         conversation = self._conversation
         try:
-            while not isinstance(frame := conversation.next_event(), Need):
+            while self._reading:
+                frame = receive_sync(conversation, self._arrived)
+                if frame is Need.DATA:
+                    return
+                if frame is Need.CLOSED:
+                    self._reading = False  # its end, between frames: the exit tells how
+                    return
                 if self.heartbeat is not None:
                     self.heartbeat.heard()  # any frame: a heartbeat says no more
                 self._tell.send_nowait(frame)
-        except ProtocolError:
-            self._tell.send_nowait(Broken(conversation.failure()))
+        except ProtocolError as exc:
             self._reading = False
-            self._broken = True
+            if isinstance(exc, RemoteProtocolError) and exc.reason is Reason.FRAME_TRUNCATED:
+                self._mid_frame = True  # it died writing that frame
+            else:
+                self._tell.send_nowait(Broken(conversation.failure()))
+                self._broken = True
+
+    def _arrived(self) -> bytes | None:
+        """What the worker wrote so far (``b""``: its end), or None: nothing yet."""
+        try:
+            return self._sock.recv(_CHUNK)
+        except BlockingIOError:
+            return None
+        except OSError:
+            return b""  # reset: the worker is gone, and its exit will say how
 
     def _finish(self) -> bool:
-        """Close the conversation; True if the channel ended inside a frame."""
-        if self._broken:
-            return False
-        self._conversation.receive_data(b"")
-        try:
-            self._conversation.next_event()
-        except ProtocolError:  # ``frame-truncated``: it died writing that frame
-            return True
-        return False
+        """End the conversation; True if the channel ended inside a frame."""
+        conversation = self._conversation
+        if not (self._broken or self._mid_frame or conversation.peer_gone):
+            conversation.receive_data(b"")  # what a grandchild may still write is not ours
+            try:
+                conversation.next_event()
+            except ProtocolError:  # ``frame-truncated``: it died writing that frame
+                self._mid_frame = True
+        return self._mid_frame
 
 
 class RetireTurns:

@@ -218,20 +218,22 @@ class Retirement:
 
     def granted(self) -> bool:
         """True once ``retire`` arrived, or the supervisor is gone; never blocks."""
+        from coretsia.worker_protocol.conversation_engine import receive_sync
         from coretsia.worker_protocol.exceptions import ProtocolError
         from coretsia.worker_protocol.framing import Need
 
-        conversation = self._reporter.conversation
-        fd = self._reporter.channel.fileno()
         try:
-            while conversation.next_event() is Need.DATA:
-                if not select.select([fd], [], [], 0)[0]:
-                    return False
-                try:
-                    data = os.read(fd, 4096)
-                except OSError:
-                    return True
-                conversation.receive_data(data)
+            event = receive_sync(self._reporter.conversation, self._arrived)
         except ProtocolError:
             raise failure(Reason.LIFECYCLE_FAILED) from None
-        return True  # the grant, or nobody to ask any more (the channel closed): retire
+        return event is not Need.DATA  # the grant, or nobody to ask any more: retire
+
+    def _arrived(self) -> bytes | None:
+        """What the supervisor sent so far (``b""``: it is gone), or None: nothing yet."""
+        fd = self._reporter.channel.fileno()
+        if not select.select([fd], [], [], 0)[0]:
+            return None
+        try:
+            return os.read(fd, 4096)
+        except OSError:
+            return b""

@@ -64,7 +64,7 @@ import socket
 import sys
 
 from coretsia.supervisor.worker_side.sibling_fork import SiblingFork
-from coretsia.worker_protocol.conversation_engine import receive_blocking
+from coretsia.worker_protocol.conversation_engine import receive_sync
 from coretsia.worker_protocol.exceptions import ProtocolError
 from coretsia.worker_protocol.internal.fork_server import MAX_MESSAGE, REQUEST_FDS
 from coretsia.worker_protocol.internal.fork_server_conversation import (
@@ -202,7 +202,7 @@ def _serve_request(
 ) -> None:
     """Read one request and fork its worker; answer it at once if none was started."""
     try:
-        request = receive_blocking(channel.conversation, channel.read)
+        request = receive_sync(channel.conversation, channel.read)
     except ProtocolError:
         os._exit(2)  # no tag to answer: the guardian broke the contract
     if not isinstance(request, Request):

@@ -8,7 +8,7 @@ senders only: which frames may travel, and in what order, is the conversation's 
 (:mod:`coretsia.worker_protocol.conversation_engine`'s engine, one table per channel),
 which :meth:`FramedChannel.receive` feeds until it has a frame. (The ends that load no
 event loop read with the engine's one blocking loop,
-:func:`~coretsia.worker_protocol.conversation_engine.receive_blocking`.)
+:func:`~coretsia.worker_protocol.conversation_engine.receive_sync`.)
 
 A ``spawn`` frame carries the worker's end of its worker channel as ``SCM_RIGHTS``
 ancillary data, so the supervisor keeps reading readiness directly from each worker while
@@ -28,7 +28,11 @@ from typing import Final, Protocol, TypeVar
 import trio
 
 from coretsia.worker_protocol.framing import Need
-from coretsia.worker_protocol.internal.runtime.credentials import CREDENTIALS_SPACE, sender_pid
+from coretsia.worker_protocol.internal.runtime.ancillary import (
+    CREDENTIALS_SPACE,
+    passed_fds,
+    sender_pid,
+)
 
 _MAX_FDS_PER_MESSAGE: Final = 8
 _RECV_BYTES: Final = 65536
@@ -106,11 +110,7 @@ class FramedChannel:
             _RECV_BYTES, self._ancillary, flags
         )
         self.sender = sender_pid(ancillary)
-        for level, kind, payload in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds = array.array("i")
-                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-                self._fds.extend(fds)
+        self._fds.extend(passed_fds(ancillary))
         return data
 
     def take_fd(self) -> int | None:

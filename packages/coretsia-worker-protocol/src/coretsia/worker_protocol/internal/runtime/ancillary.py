@@ -1,8 +1,13 @@
-"""Who sent a message, in the kernel's word: ``SCM_CREDENTIALS`` on a channel with
-``SO_PASSCRED`` (the fork server's datagrams), never a pid the peer reports."""
+"""What rides beside a message on a UNIX socket: descriptors (``SCM_RIGHTS``) and who sent
+it, in the kernel's word (``SCM_CREDENTIALS`` on a channel with ``SO_PASSCRED``, the fork
+server's datagrams), never a pid the peer reports.
+
+Read with ``recvmsg`` itself: ``socket.recv_fds`` ignores its ``flags`` (CPython 3.10 to
+3.13), so neither ``MSG_CMSG_CLOEXEC`` nor ``MSG_DONTWAIT`` would reach the kernel."""
 
 from __future__ import annotations
 
+import array
 import socket
 import struct
 from typing import Final
@@ -23,3 +28,12 @@ def sender_pid(ancillary: list[tuple[int, int, bytes]]) -> int | None:
             pid: int = _UCRED.unpack_from(data)[0]
             return pid if pid > 0 else None
     return None
+
+
+def passed_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    """The descriptors a message carried (``SCM_RIGHTS``), in order."""
+    fds = array.array("i")
+    for level, kind, data in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.frombytes(data[: len(data) - len(data) % fds.itemsize])
+    return list(fds)
