@@ -53,7 +53,7 @@ from __future__ import annotations
 from coretsia.supervisor.shared.telemetry import NO_TELEMETRY
 from coretsia.supervisor.worker_side.exits import EXIT_OK, WorkerExit, failure, source_failure
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
