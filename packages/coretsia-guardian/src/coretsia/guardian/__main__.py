@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import traceback
 
 
 def _channel_fd(argv: list[str]) -> int | None:
@@ -32,13 +33,12 @@ def main() -> None:
     if fd is None:
         sys.exit(2)
     try:
+        # deferred: entry point
         from coretsia.guardian.session import run
 
         code = run(fd)
     except BaseException:  # noqa: BLE001 - the last line of defence: no traceback, ever
         if os.environ.get("CORETSIA_DEBUG") == "1":  # unsafe: a traceback may leak
-            import traceback
-
             traceback.print_exc()
         code = 1
     sys.stdout.flush()

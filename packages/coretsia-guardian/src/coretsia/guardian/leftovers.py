@@ -73,8 +73,8 @@ def _marked(root_id: str) -> list[psutil.Process]:
     Decided by psutil, which records each process's identity, but only for the processes
     whose environment holds the mark at all (:func:`_carrying`): this scan runs at every
     start, over every process of the machine, and psutil reads each one's environment at
-    about three times the cost of reading ``/proc`` (a whole ``clear``: 3.2-3.8 -> 1.2 ms
-    of CPU, with about 175 processes on the machine).
+    about three times the cost of reading ``/proc`` (measured:
+    ``docs/performance.md#timings-the-code-refers-to``).
     """
     found = []
     for pid in _carrying(f"{ROOT_ENV}={root_id}".encode()):

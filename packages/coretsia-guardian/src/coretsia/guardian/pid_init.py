@@ -19,12 +19,12 @@ from __future__ import annotations
 import os
 import signal
 
+from coretsia.worker_protocol.internal.runtime.pidns import mount_proc
+from coretsia.worker_protocol.parent_watch import arm_parent_death, parent_matches
+
 
 def main() -> None:
     """Arm the parent watch, mount ``/proc``, report ready, then reap until killed."""
-    from coretsia.worker_protocol.internal.runtime.pidns import mount_proc
-    from coretsia.worker_protocol.parent_watch import arm_parent_death, parent_matches
-
     if not arm_parent_death() or not parent_matches():
         os._exit(1)  # the guardian is gone already (or this was not started by it)
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})

@@ -16,6 +16,9 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import traceback
+
+from coretsia.worker_protocol.parent_watch import arm_parent_death, parent_matches
 
 
 def _ignore(_signum: int, _frame: object) -> None:
@@ -24,8 +27,6 @@ def _ignore(_signum: int, _frame: object) -> None:
 
 def main() -> None:
     """Entry point of the proc host process."""
-    from coretsia.worker_protocol.parent_watch import arm_parent_death, parent_matches
-
     armed = arm_parent_death()
     matches = parent_matches()
     if matches is None or len(sys.argv) != 1:
@@ -37,13 +38,12 @@ def main() -> None:
             sig = getattr(signal, name, None)
             if sig is not None:
                 signal.signal(sig, _ignore)
+        # deferred: entry point
         from coretsia.proc_host.host import run
 
         code = run()
     except BaseException:  # noqa: BLE001 - the last line of defence: no traceback, ever
         if os.environ.get("CORETSIA_DEBUG") == "1":  # unsafe: a traceback may leak
-            import traceback
-
             traceback.print_exc()
         code = 1
     os._exit(code)

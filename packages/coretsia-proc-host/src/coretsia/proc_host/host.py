@@ -59,7 +59,8 @@ _MAX_FDS: Final = 8
 
 
 def _move_high(fd: int) -> int:
-    import fcntl  # POSIX only, like everything that calls this
+    # deferred: platform-only
+    import fcntl
 
     high = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, _HIGH_FD)
     os.close(fd)
@@ -263,6 +264,7 @@ class _JobLike(Protocol):
 
 def _job_object() -> _JobLike | None:
     if sys.platform == "win32":  # pragma: no cover - Windows only
+        # deferred: platform-only
         from coretsia.proc_host._windows import Job
 
         return Job()

@@ -40,6 +40,7 @@ generation counts as dead: the old rule, safe only with one pool per database.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import random
 import time
@@ -77,8 +78,6 @@ def file_name(generation: str) -> str:
         and _NAME_CHARS.issuperset(generation)
     ):
         return generation + _LOCK_SUFFIX
-    import hashlib  # here: a rare path, and hashlib stays off the worker's boot
-
     digest = hashlib.sha256(generation.encode("utf-8", "surrogatepass")).hexdigest()
     return f"+{digest}{_LOCK_SUFFIX}"  # '+' is never in a plain name: no collision
 

@@ -51,7 +51,8 @@ class Message(Frozen):
     lease's secret, without which the row cannot be settled (never in a ``repr``).
 
     Coretsia's one record base rather than :mod:`dataclasses`, which would import
-    :mod:`inspect` on every worker's boot (about 10 ms of CPU per worker).
+    :mod:`inspect` on every worker's boot (measured:
+    ``docs/performance.md#timings-the-code-refers-to``).
     """
 
     id: int

@@ -61,7 +61,8 @@ def salvage(damaged: str, target: str) -> Salvaged:
     ``target`` must not exist (ids are kept: merging into a live queue would clash). It is
     created as ``enqueue`` creates a queue (private, with the schema).
     """
-    from coretsia.sources.sqlite_queue import SqliteQueue  # the face imports this module
+    # deferred: import cycle
+    from coretsia.sources.sqlite_queue import SqliteQueue
 
     if os.path.lexists(target):
         raise QueueError("the new queue file exists already: give a path that does not")

@@ -94,9 +94,9 @@ def check_integrity(conn: Connection, *, thorough: bool) -> None:
     """Raise :class:`QueueCorruptError` unless SQLite's own check finds the file sound.
 
     ``PRAGMA quick_check`` (``thorough=False``) reads every page and checks the b-trees'
-    structure: about 30 ms for 20,000 small messages (docs/task-sources.md), linear in
-    the file's size. ``PRAGMA integrity_check`` also checks that each index matches its
-    table (about 45 ms there). Either is a read: workers go on meanwhile.
+    structure, in a time linear in the file's size. ``PRAGMA integrity_check`` also
+    checks that each index matches its table (both measured:
+    ``docs/performance.md#timings-the-code-refers-to``). Either is a read: workers go on meanwhile.
     """
     pragma = "integrity_check" if thorough else "quick_check"
     try:

@@ -128,6 +128,7 @@ def open_queue(args: argparse.Namespace, create: bool) -> OperatorQueue:
             raise UsageError("an SQLite file holds one queue: --queue is for PostgreSQL")
         return SqliteQueue(db.target, create=create)
     try:
+        # deferred: optional extra
         from coretsia.sources.postgres_queue import PostgresQueue
     except ImportError:
         raise UsageError(

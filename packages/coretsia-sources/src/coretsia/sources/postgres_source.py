@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 def make_source(context: TaskSourceContext) -> PostgresSource:
     """The factory named by the entry point: check the options, import the handler, build."""
     options, handler, generation = read_context(context, "postgres", parse_options)
-    from coretsia.sources._pg_worker_source import PostgresSource  # psycopg: workers only
+    # deferred: optional extra
+    from coretsia.sources._pg_worker_source import PostgresSource
 
     return PostgresSource(context, options, handler, generation)
 

@@ -164,9 +164,10 @@ class SqliteSource(QueueSource[SqliteQueue, SqliteTask]):
         """Raise unless the database opens, answers, holds the queue schema and has room.
 
         The worker of slot 0 also runs SQLite's ``quick_check`` (a read of the whole
-        file: about 30 ms for 20,000 messages), so a damaged file fails the start
-        (``worker-task-source-corrupt``) instead of the first task that meets the damage;
-        one worker checking is enough for that, and keeps the others' boot short.
+        file, measured in ``docs/performance.md#timings-the-code-refers-to``), so a
+        damaged file fails the start (``worker-task-source-corrupt``) instead of the first
+        task that meets the damage; one worker checking is enough for that, and keeps the
+        others' boot short.
         """
         self._call(self._check, waiting=False)
 

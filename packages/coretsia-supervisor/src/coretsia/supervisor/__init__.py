@@ -9,7 +9,7 @@ first use (PEP 562).
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from coretsia.supervisor.process_manager.interface import (
         ProcessManagerInterface as ProcessManagerInterface,
@@ -25,8 +25,8 @@ _HOMES = {
 
 
 def __getattr__(name: str) -> object:
-    # Imported here, as in every lazy package; in this one it also matters to the wheel's
-    # build hook (hatch_build.py), which imports the package with only hatchling installed.
+    # The wheel's build hook (hatch_build.py) imports this package with only hatchling.
+    # deferred: build hook
     from coretsia.worker_protocol._lazy import lazy_getattr
 
     return lazy_getattr(__name__, name, _HOMES)

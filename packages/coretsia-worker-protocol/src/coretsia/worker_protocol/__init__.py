@@ -4,7 +4,7 @@ The public, stable part is re-exported here: control protocol v2, the locator an
 schemas, framing, the error catalogue and exceptions, exit codes, the endpoint hash and
 the task-source SPI. Everything here is sans-IO (bytes in, typed values out; values in,
 bytes out) and imports neither trio, psutil nor cattrs. Names are loaded lazily (PEP 562):
-importing a submodule, as every worker's boot path does, does not pay for the rest.
+importing a submodule, as every worker's boot path does, does not import the rest.
 
 I/O lives in two clearly named modules that are not imported here:
 :mod:`coretsia.worker_protocol.client` (the blocking :class:`ControlClient`) and
@@ -15,9 +15,9 @@ own processes live in :mod:`coretsia.worker_protocol.internal` and
 
 from __future__ import annotations
 
-# Not ``from typing import TYPE_CHECKING``: importing typing costs milliseconds on every
-# worker boot, and type checkers honour a module-level ``TYPE_CHECKING`` all the same.
-TYPE_CHECKING = False
+from coretsia.worker_protocol._lazy import lazy_dir, lazy_getattr
+
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 
 if TYPE_CHECKING:
     from coretsia.worker_protocol._version import __version__ as __version__
@@ -155,12 +155,8 @@ __all__ = sorted(name for names in _HOMES.values() for name in names)
 
 
 def __getattr__(name: str) -> object:
-    from coretsia.worker_protocol._lazy import lazy_getattr
-
     return lazy_getattr(__name__, name, _HOMES)
 
 
 def __dir__() -> list[str]:
-    from coretsia.worker_protocol._lazy import lazy_dir
-
     return lazy_dir(__name__, _HOMES)

@@ -16,8 +16,7 @@ from __future__ import annotations
 
 import sys
 
-# Not ``from typing import TYPE_CHECKING``: type checkers honour this spelling too.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from collections.abc import Mapping
 

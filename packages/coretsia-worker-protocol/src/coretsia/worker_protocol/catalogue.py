@@ -37,10 +37,7 @@ import enum
 
 from coretsia.worker_protocol.exit_codes import ExitCode
 
-# Not ``from typing import ...``: this module is on every worker's boot path and on the
-# probe path, where importing typing costs milliseconds; type checkers honour a
-# module-level TYPE_CHECKING all the same.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from typing import Final
 

@@ -42,9 +42,7 @@ from coretsia.worker_protocol.vocabulary import (
     Transport,
 )
 
-# Not ``from typing import ...``: ``status`` is a Kubernetes exec probe, where importing
-# typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import ClassVar, Final, TypeAlias

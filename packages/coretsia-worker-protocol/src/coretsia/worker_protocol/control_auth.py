@@ -39,9 +39,7 @@ import os
 from coretsia.worker_protocol.control import CONTROL_VERSION
 from coretsia.worker_protocol.vocabulary import NONCE_HEX_LEN, Transport
 
-# Not ``from typing import ...``: the client imports this module on every probe, where
-# importing typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from typing import Final
 

@@ -8,9 +8,7 @@ guardian. Both free means "not running"; a free lock with a held fence, "drainin
 
 from __future__ import annotations
 
-# Not ``from typing import Final``: this module is on every worker's boot path, where
-# importing typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from typing import Final
 

@@ -26,9 +26,7 @@ from coretsia.worker_protocol.paths import is_safe_relative_path
 from coretsia.worker_protocol.records import field
 from coretsia.worker_protocol.vocabulary import CREDENTIAL_HEX_LEN, MAX_TIMEOUT_MS, Transport
 
-# Not ``from typing import ...``: ``status`` is a Kubernetes exec probe, where importing
-# typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from typing import Final
 

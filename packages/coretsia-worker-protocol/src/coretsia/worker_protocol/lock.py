@@ -21,9 +21,7 @@ import stat
 import struct
 import sys
 
-# Not ``from typing import ...``: the probe path (``status`` is a Kubernetes exec probe)
-# imports this module; type checkers honour a module-level TYPE_CHECKING all the same.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from typing import Final
 

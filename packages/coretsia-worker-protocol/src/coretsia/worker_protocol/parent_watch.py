@@ -5,8 +5,8 @@ the process that spawned them dies. Both call :func:`arm_parent_death` as their 
 first instruction, then :func:`parent_matches` to close the race in which the parent died
 before the watch was armed. The spawner names itself in ``CORETSIA_WORKER_PARENT_PID``.
 
-On Linux this is ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` through ctypes (about 2 ms to import)
-rather than a watcher thread: a thread in every worker would make application code that
+On Linux this is ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` through ctypes rather than a
+watcher thread: a thread in every worker would make application code that
 forks warn on 3.12+ and risk deadlock. The kernel fires the signal when the *thread* that
 spawned us exits, so spawners spawn from a thread that lives as long as their children
 (the guardian's spawner thread, the proc host's main thread). Other systems have no such
@@ -36,6 +36,7 @@ def arm_parent_death() -> bool:
     if not sys.platform.startswith("linux"):
         return True
     try:
+        # deferred: platform-only
         import ctypes
 
         libc = ctypes.CDLL(None, use_errno=True)

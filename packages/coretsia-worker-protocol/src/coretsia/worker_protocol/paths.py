@@ -7,9 +7,7 @@ segment that could climb out of the root, name a stream wrapper or hide from a l
 
 from __future__ import annotations
 
-# Not ``from typing import Final``: this module is on every worker's boot path, where
-# importing typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from typing import Final
 

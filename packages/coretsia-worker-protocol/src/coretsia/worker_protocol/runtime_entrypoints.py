@@ -22,8 +22,7 @@ entrypoint): the Kernel guard's own failure, never reclassified as a worker fail
 
 from __future__ import annotations
 
-# Not ``from typing import ...``: this module is on every task worker's boot path.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from typing import Final
 

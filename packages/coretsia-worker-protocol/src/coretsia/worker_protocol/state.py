@@ -8,6 +8,8 @@ child pids, tokens or messages: the schema has no room for them.
 
 from __future__ import annotations
 
+from typing import Final
+
 from coretsia.worker_protocol import _strict as s
 from coretsia.worker_protocol._codec import Codec, Frame
 from coretsia.worker_protocol.records import field
@@ -21,11 +23,6 @@ from coretsia.worker_protocol.vocabulary import (
     Transport,
     TransportRequest,
 )
-
-# Not ``from typing import ...``: type checkers honour a module-level TYPE_CHECKING.
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Final
 
 STATE_VERSION: Final = 1
 """The version of the state schema."""

@@ -15,8 +15,7 @@ create it (:func:`make_dir`), with an explicit mode whatever the umask.
 
 A refusal is :class:`~coretsia.worker_protocol.exceptions.WorkerConfigError` with the
 path's *role* as its key (a stable token, :data:`ROLES`) and ``untrusted-path`` as its
-rule: the path itself never travels. This module is on the worker's boot path: it
-imports only :mod:`os` and :mod:`stat` until it must refuse.
+rule: the path itself never travels.
 """
 
 from __future__ import annotations
@@ -24,7 +23,10 @@ from __future__ import annotations
 import os
 import stat
 
-TYPE_CHECKING = False
+from coretsia.worker_protocol.catalogue import ConfigRule
+from coretsia.worker_protocol.exceptions import WorkerConfigError
+
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from typing import Final, NoReturn
 
@@ -105,7 +107,4 @@ def make_dir(path: str | os.PathLike[str], role: str) -> None:
 
 def refuse(role: str) -> NoReturn:
     """Raise the configuration error naming ``role`` (never the path) as untrusted."""
-    from coretsia.worker_protocol.catalogue import ConfigRule
-    from coretsia.worker_protocol.exceptions import WorkerConfigError
-
     raise WorkerConfigError(role, ConfigRule.UNTRUSTED_PATH)

@@ -47,9 +47,7 @@ from coretsia.worker_protocol.catalogue import REASON_CODES, ErrorCode, Reason, 
 from coretsia.worker_protocol.records import field
 from coretsia.worker_protocol.vocabulary import TOKEN_HEX_LEN
 
-# Not ``from typing import ...``: this module is on every worker's boot path, where
-# importing typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from typing import ClassVar, Final
 

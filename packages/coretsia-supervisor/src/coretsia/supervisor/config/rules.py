@@ -13,6 +13,7 @@ and the field's name, unless the field declares its own (``[[process]]`` is ``pr
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
@@ -168,8 +169,6 @@ def is_app_path(value: str) -> bool:
 
 def is_ip_address(value: str) -> bool:
     """An IPv4 or IPv6 address literal: never a name a resolver could answer falsely."""
-    import ipaddress
-
     try:
         ipaddress.ip_address(value)
     except ValueError:

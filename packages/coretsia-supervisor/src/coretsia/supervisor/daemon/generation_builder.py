@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from coretsia.supervisor.config import PoolConfig
+from coretsia.supervisor.daemon.process_tables import register_from_config
 from coretsia.supervisor.daemon.task_sources import resolve_hooks, resolve_task_source
 from coretsia.supervisor.generation.spec import (
     GenerationSpec,
@@ -56,8 +57,6 @@ def build_generation_spec(
     if registry is not None:
         processes = freeze(registry)
     elif config.processes.entries or config.processes.process_modules:
-        from coretsia.supervisor.daemon.process_tables import register_from_config
-
         processes = freeze(register_from_config(root, config))
     entries = 0 if processes is None else len(processes.entries)
     if not 0 < workers + entries <= MAX_WORKERS:

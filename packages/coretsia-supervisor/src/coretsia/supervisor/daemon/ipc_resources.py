@@ -68,6 +68,7 @@ def require_ipc(spec: GenerationSpec) -> None:
     if _mode_of(spec)[0] != IPC_MSGQUEUE:
         return
     try:
+        # deferred: optional extra
         import sysv_ipc  # noqa: F401 - importable is all this checks
     except ImportError:
         raise WorkerConfigError("worker.ipc_type", ConfigRule.UNAVAILABLE) from None
@@ -104,6 +105,7 @@ class PoolIpc:
         """Remove this generation's resources; False if one resisted. Idempotent."""
         cleaned = True
         if self._msqid is not None:
+            # deferred: optional extra
             import sysv_ipc
 
             try:
@@ -120,7 +122,8 @@ class PoolIpc:
         return cleaned
 
     def _create_queue(self) -> IpcRecord:
-        import sysv_ipc  # require_ipc checked it at the start of the run
+        # deferred: optional extra
+        import sysv_ipc
 
         try:
             queue = sysv_ipc.MessageQueue(
@@ -153,6 +156,7 @@ class PoolIpc:
             return
         key, msqid = record.msgqueue_key, record.msgqueue_id
         try:
+            # deferred: optional extra
             import sysv_ipc
         except ImportError:
             return  # it cannot have been created here without it

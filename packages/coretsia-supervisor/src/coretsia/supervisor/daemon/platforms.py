@@ -18,6 +18,9 @@ from __future__ import annotations
 import os
 import sys
 
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.exceptions import WorkerStartFailedError
+
 TESTED = "tested"
 """Supported, and every test runs here: Linux."""
 UNTESTED = "untested"
@@ -42,8 +45,5 @@ def require_supported_platform() -> str:
     """This interpreter's support; raise ``worker-platform-unsupported`` where none."""
     support = platform_support(sys.platform, os.name)
     if support == UNSUPPORTED:
-        from coretsia.worker_protocol.catalogue import Reason
-        from coretsia.worker_protocol.exceptions import WorkerStartFailedError
-
         raise WorkerStartFailedError(Reason.PLATFORM_UNSUPPORTED)
     return support

@@ -33,6 +33,7 @@ from coretsia.supervisor.process_entries.errors import (
 from coretsia.supervisor.process_entries.registry import Registry
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
+from coretsia.worker_protocol.internal.runtime.imports import import_target
 
 __all__ = ["register_from_config"]
 
@@ -78,8 +79,6 @@ def _register(registry: Registry, index: int, table: ProcessTable) -> None:
 
 def _resolve(target: str) -> Any:
     """Import ``module:qualname``; a class is built with no arguments (its instance runs)."""
-    from coretsia.worker_protocol.internal.runtime.imports import import_target
-
     try:
         found = import_target(target)
         return found() if isinstance(found, type) else found

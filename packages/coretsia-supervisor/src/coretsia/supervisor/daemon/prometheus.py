@@ -43,16 +43,21 @@ each bounded by a timeout), never binds through a name lookup, and stops within 
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import socket
+import socketserver
+import threading
+from typing import TYPE_CHECKING
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
+from coretsia.supervisor.daemon.resident_memory import slot_resident_bytes
 from coretsia.worker_protocol.catalogue import ConfigRule
 from coretsia.worker_protocol.exceptions import WorkerConfigError
 from coretsia.worker_protocol.internal.runtime.logs import event
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping
-    from wsgiref.simple_server import WSGIServer
 
     from prometheus_client import CollectorRegistry, Counter
     from prometheus_client.core import Metric
@@ -70,6 +75,7 @@ _CONNECTION_TIMEOUT_S = 10.0
 def require_prometheus() -> None:
     """Refuse a configured endpoint without ``prometheus_client``, before anything starts."""
     try:
+        # deferred: optional extra
         import prometheus_client  # noqa: F401 - importable is all this checks
     except ImportError:
         raise WorkerConfigError("worker.metrics_port", ConfigRule.UNAVAILABLE) from None
@@ -94,6 +100,7 @@ class _Counter:
     def add(self, amount: int, attributes: Mapping[str, str]) -> None:
         family = self._family
         if family is None:  # label names are known at the first use only
+            # deferred: optional extra
             from prometheus_client import Counter
 
             self._labels = tuple(sorted(attributes))
@@ -130,9 +137,8 @@ class _PoolCollector:
         self._pool = pool
 
     def collect(self) -> Iterator[Metric]:
+        # deferred: optional extra
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
-
-        from coretsia.supervisor.daemon.resident_memory import slot_resident_bytes
 
         slots = len(self._pool.slots)  # fixed for the generation's life
         yield GaugeMetricFamily("worker_slots", "Worker slots of the pool", value=slots)
@@ -160,6 +166,7 @@ class MetricsEndpoint:
     """The registry, its meter for telemetry, and the HTTP server once :meth:`open`."""
 
     def __init__(self, host: str, port: int) -> None:
+        # deferred: optional extra
         from prometheus_client import CollectorRegistry
 
         self.host = host
@@ -173,8 +180,7 @@ class MetricsEndpoint:
 
         A port that cannot be bound leaves the pool without the endpoint, never failed.
         """
-        import threading
-
+        # deferred: optional extra
         from prometheus_client import make_wsgi_app
 
         self._registry.register(_PoolCollector(pool))
@@ -198,10 +204,6 @@ class MetricsEndpoint:
 
 def _server(host: str, port: int, app: object) -> WSGIServer:
     """A threading WSGI server bound to ``host:port`` without a name lookup."""
-    import ipaddress
-    import socket
-    import socketserver
-    from wsgiref.simple_server import WSGIRequestHandler, WSGIServer
 
     class Handler(WSGIRequestHandler):
         timeout = _CONNECTION_TIMEOUT_S

@@ -10,9 +10,11 @@ comes to us), the log handler, and the trio run.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from coretsia.supervisor.config import PoolConfig, SpawnMode
 from coretsia.supervisor.daemon.containment import resolve_containment, root_id
@@ -27,20 +29,20 @@ from coretsia.supervisor.daemon.ipc_resources import require_ipc
 from coretsia.supervisor.daemon.platforms import require_supported_platform
 from coretsia.supervisor.daemon.runtime_files import runtime_dirs, trust_runtime_dirs
 from coretsia.supervisor.shared._version import __version__
+from coretsia.supervisor.shared.telemetry import NO_TELEMETRY, FanoutMeter, Telemetry
 from coretsia.worker_protocol.internal.guardian import Hello
 from coretsia.worker_protocol.internal.guardian_conversation import SupervisorEnd
-from coretsia.worker_protocol.internal.runtime.logs import wants_json
+from coretsia.worker_protocol.internal.runtime.logs import event, wants_json
 from coretsia.worker_protocol.internal.runtime.subreaper import become_subreaper
 from coretsia.worker_protocol.vocabulary import Containment
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     import trio
 
     from coretsia.supervisor.daemon.prometheus import MetricsEndpoint
     from coretsia.supervisor.daemon.supervisor import Supervisor
     from coretsia.supervisor.generation.spec import GenerationSpec
-    from coretsia.supervisor.shared.telemetry import Meter, Telemetry, Tracer
+    from coretsia.supervisor.shared.telemetry import Meter, Tracer
 
 __all__ = ["run_supervisor"]
 
@@ -101,6 +103,7 @@ def run_supervisor(
     if early is not None:
         early.send(SupervisorEnd().send(hello))
 
+    # deferred: platform-only
     import trio
 
     from coretsia.supervisor.daemon.supervisor import Supervisor
@@ -136,6 +139,7 @@ def _metrics_endpoint(config: PoolConfig) -> MetricsEndpoint | None:
     observability = config.observability
     if observability.metrics_port == 0:
         return None
+    # deferred: optional extra
     from coretsia.supervisor.daemon.prometheus import MetricsEndpoint, require_prometheus
 
     require_prometheus()
@@ -145,15 +149,10 @@ def _metrics_endpoint(config: PoolConfig) -> MetricsEndpoint | None:
 def _telemetry(mode: str, metrics: MetricsEndpoint | None) -> Telemetry:
     """The supervisor's telemetry: OpenTelemetry for ``otel`` (imported only then), the
     Prometheus endpoint's meter when it is configured, both when both are."""
-    from coretsia.supervisor.shared.telemetry import NO_TELEMETRY, FanoutMeter, Telemetry
-
     tracer: Tracer | None = None
     meters: list[Meter] = [] if metrics is None else [metrics.meter]
     if mode == "otel":
-        import logging
-
-        from coretsia.supervisor.shared.otel import opentelemetry_parts
-        from coretsia.worker_protocol.internal.runtime.logs import event
+        from coretsia.supervisor.shared.otel import opentelemetry_parts  # deferred: optional extra
 
         parts = opentelemetry_parts("coretsia.supervisor")
         if parts is None:

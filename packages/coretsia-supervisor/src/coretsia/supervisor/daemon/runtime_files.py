@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import attrs
 
@@ -37,7 +37,6 @@ from coretsia.worker_protocol.locator import Locator, encode_locator
 from coretsia.worker_protocol.state import PoolState, encode_state
 from coretsia.worker_protocol.vocabulary import PoolStatus, Transport
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from coretsia.supervisor.daemon.pool import Pool
 
@@ -131,10 +130,11 @@ class RuntimeFiles:
         """Whether a start's progress (one more worker ready) is worth publishing now.
 
         At most once per :data:`PROGRESS_INTERVAL_S`: each publication is a write and a
-        rename over the old file, which ext4 (``auto_da_alloc``) follows with writeback,
-        about 1.5 ms of the supervisor's time; once per ready worker that was a third of
-        a 256-worker start's supervisor CPU. The file is diagnostic only, and the start's
-        end (running, or failed) publishes or removes it whatever was skipped.
+        rename over the old file, which ext4 (``auto_da_alloc``) follows with writeback;
+        once per ready worker that was a third of a 256-worker start's supervisor CPU
+        (measured: ``docs/performance.md#timings-the-code-refers-to``). The file is diagnostic
+        only, and the start's end (running, or failed) publishes or removes it whatever
+        was skipped.
         """
         now = time.monotonic()
         if now < self._progress_next:

@@ -10,6 +10,8 @@ killed.
 
 from __future__ import annotations
 
+import psutil
+
 from coretsia.supervisor.daemon.guardian_process import TREE_ENV, TREE_MARK
 
 
@@ -23,8 +25,6 @@ def sweep_orphans(budget_s: float, known: frozenset[int]) -> None:
     checks each process's identity before signalling, and waits for our children by
     explicit pid, never ``waitpid(-1)``.
     """
-    import psutil
-
     try:
         descendants = psutil.Process().children(recursive=True)
     except psutil.Error:

@@ -264,7 +264,8 @@ def remove_path(path: str) -> None:
     except FileNotFoundError:
         return
     if stat.S_ISDIR(mode):
-        import shutil  # only the writer needs it: keep it off the worker boot path
+        # start-up budget: docs/performance.md#start-up-import-rules
+        import shutil
 
         shutil.rmtree(path)
     else:

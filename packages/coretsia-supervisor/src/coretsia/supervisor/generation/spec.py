@@ -30,9 +30,7 @@ from coretsia.worker_protocol.paths import is_safe_relative_path
 from coretsia.worker_protocol.records import field
 from coretsia.worker_protocol.vocabulary import MAX_WORKERS
 
-# Not ``from typing import ...``: this module is on every worker's boot path; type
-# checkers honour a module-level TYPE_CHECKING all the same.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from coretsia.supervisor.process_entries.record import ProcessSnapshot
 
@@ -87,6 +85,7 @@ class _EventLoop(s.Kind):
     __slots__ = ()
 
     def read(self, value: object, path: str) -> str:
+        # start-up budget: docs/performance.md#start-up-import-rules
         from coretsia.supervisor.process_entries.rules import EVENT_LOOPS
 
         if type(value) is not str:
@@ -123,6 +122,7 @@ class _Snapshot(s.Kind):
     __slots__ = ()
 
     def read(self, value: object, path: str) -> ProcessSnapshot:
+        # start-up budget: docs/performance.md#start-up-import-rules
         from coretsia.supervisor.process_entries.errors import ProcessError
         from coretsia.supervisor.process_entries.record import load_snapshot
 
@@ -133,6 +133,7 @@ class _Snapshot(s.Kind):
         raise failed  # outside the handler: nothing chains to the loader's message
 
     def write(self, value: object, path: str) -> object:
+        # start-up budget: docs/performance.md#start-up-import-rules
         from coretsia.supervisor.process_entries.record import ProcessSnapshot
 
         if not isinstance(value, ProcessSnapshot):

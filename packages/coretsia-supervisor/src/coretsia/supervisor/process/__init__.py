@@ -20,7 +20,9 @@ there.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from coretsia.worker_protocol._lazy import lazy_dir, lazy_getattr
+
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from coretsia.supervisor.process_entries.decorator import (
         Discovered as Discovered,
@@ -163,12 +165,8 @@ __all__ = sorted(name for names in _HOMES.values() for name in names)
 
 
 def __getattr__(name: str) -> object:
-    from coretsia.worker_protocol._lazy import lazy_getattr
-
     return lazy_getattr(__name__, name, _HOMES, root="coretsia.supervisor")
 
 
 def __dir__() -> list[str]:
-    from coretsia.worker_protocol._lazy import lazy_dir
-
     return lazy_dir(__name__, _HOMES)

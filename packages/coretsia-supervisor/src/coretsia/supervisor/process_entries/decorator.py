@@ -13,7 +13,7 @@ from __future__ import annotations
 from coretsia.supervisor.process_entries.errors import ProcessTargetError
 from coretsia.supervisor.process_entries.rules import check_flag, check_name, check_worker_num
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import TypeVar, overload

@@ -18,11 +18,11 @@ worker reads), and the manager refuses a flag that contradicts the entry's shape
 
 from __future__ import annotations
 
-from typing import Any, Protocol, final
+import inspect
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 from coretsia.supervisor.process_entries.errors import ProcessArgumentError, ProcessTargetError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -64,8 +64,6 @@ class Process(Protocol):
 
 def is_async_callable(function: object) -> bool:
     """True for an ``async def`` function, or an instance whose ``__call__`` is one."""
-    import inspect  # here, not at the top: inspect would cost every worker boot
-
     return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
         _call_method(function)
     )
@@ -81,8 +79,6 @@ def _call_method(function: object) -> object:
 
 def is_generator_callable(function: object) -> bool:
     """True for a (sync or async) generator function: calling it runs no code at all."""
-    import inspect
-
     return any(
         check(candidate)
         for candidate in (function, _call_method(function))

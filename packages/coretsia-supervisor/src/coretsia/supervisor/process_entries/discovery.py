@@ -12,6 +12,9 @@ call is added.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
 from coretsia.supervisor.process_entries.decorator import (
     Discovered,
     ProcessDeclaration,
@@ -25,7 +28,6 @@ from coretsia.supervisor.process_entries.errors import (
 from coretsia.supervisor.process_entries.registry import registry_of
 from coretsia.supervisor.process_entries.targets import async_shape, check_class
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -86,8 +88,6 @@ def _module_names(modules: Iterable[str]) -> list[str]:
 
 
 def _import_all(names: list[str]) -> list[object]:
-    import importlib
-
     imported: list[object] = []
     for name in names:
         try:

@@ -36,7 +36,7 @@ from coretsia.supervisor.process_entries.rules import (
 )
 from coretsia.worker_protocol.records import Frozen, field
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import NoReturn, TypeVar
@@ -121,7 +121,8 @@ def snapshot(source: RegistryOwner | Registry) -> dict[str, object]:
 
 def freeze(source: RegistryOwner | Registry) -> ProcessSnapshot:
     """The snapshot of a manager's (or a registry's) entries, as the generation holds it."""
-    from coretsia.supervisor.process_entries.registry import registry_of  # the parent's side only
+    # start-up budget: docs/performance.md#start-up-import-rules
+    from coretsia.supervisor.process_entries.registry import registry_of
 
     registry = registry_of(source)
     return ProcessSnapshot(

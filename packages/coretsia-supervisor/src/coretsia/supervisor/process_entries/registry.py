@@ -27,7 +27,7 @@ entry, so that enabling it later cannot reveal an old mistake.
 
 from __future__ import annotations
 
-from typing import Any, Protocol, final
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 import attrs
 
@@ -55,7 +55,6 @@ from coretsia.supervisor.process_entries.rules import (
 )
 from coretsia.supervisor.process_entries.targets import async_shape, describe, is_process
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Iterable
 

@@ -25,6 +25,8 @@ imports the script again in each worker the way multiprocessing's spawn mode doe
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
 import sys
 from types import MethodType, ModuleType
@@ -101,8 +103,6 @@ def check_class(cls: type) -> str:
     if "<locals>" in qualname:
         raise ProcessTargetError("a class defined inside a function cannot be re-created")
     address = _address(cls, cls.__module__, qualname)
-    import inspect  # here, not at the top: inspect would cost every worker boot
-
     try:
         signature = inspect.signature(cls)
     except (TypeError, ValueError):
@@ -180,8 +180,6 @@ def _module(name: str) -> ModuleType:
         return module
     if not all(part.isidentifier() for part in name.split(".")):
         raise ProcessTargetError("the entry's module has no importable name")
-    import importlib
-
     try:
         return importlib.import_module(name)
     except Exception as exc:

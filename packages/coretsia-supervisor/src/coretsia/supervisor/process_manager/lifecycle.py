@@ -35,10 +35,14 @@ its pool once: a second ``start`` after a run raises :class:`RegistrationClosedE
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
 
+from coretsia.supervisor.generation.spec import MainModule
 from coretsia.supervisor.process_entries.errors import (
     NestedPoolError,
     PoolAlreadyRunningError,
@@ -48,16 +52,15 @@ from coretsia.supervisor.worker_side.entry_pool import current_pool
 from coretsia.supervisor.worker_side.exits import is_managed
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import WorkerStartFailedError
+from coretsia.worker_protocol.internal.runtime.logs import LOGGER_NAME
+from coretsia.worker_protocol.internal.runtime.subreaper import become_subreaper, is_subreaper
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import logging
     from collections.abc import Callable
 
     import trio
 
     from coretsia.supervisor.daemon.supervisor import Supervisor
-    from coretsia.supervisor.generation.spec import MainModule
     from coretsia.supervisor.process_entries.registry import Registry
 
 __all__ = ["Runtime", "running_loop"]
@@ -126,11 +129,6 @@ class Runtime:
         ``hosted``: the pool is mounted in a host's event loop (this is then its own
         thread), and ``hosted`` is called once every slot is ready (:mod:`.mounted`).
         """
-        from coretsia.worker_protocol.internal.runtime.subreaper import (
-            become_subreaper,
-            is_subreaper,
-        )
-
         try:
             umask = os.umask(0o077)
             logger = _LoggerState.save()
@@ -147,8 +145,7 @@ class Runtime:
             _ONE_POOL.release()
 
     def _run(self, registry: Registry, umask: int, hosted: Callable[[], None] | None) -> None:
-        from pathlib import Path
-
+        # deferred: platform-only
         from coretsia.supervisor.config import load_config
         from coretsia.supervisor.daemon.generation_builder import build_generation_spec
         from coretsia.supervisor.daemon.runner import run_supervisor
@@ -178,7 +175,7 @@ class Runtime:
             supervisor, token = self._supervisor, self._token
         if supervisor is None or token is None:
             return  # not started yet (it never will be) or already finished
-        import trio
+        import trio  # deferred: platform-only
 
         try:
             # Thread-safe and signal-safe: the stop runs as the next step of the run.
@@ -198,10 +195,6 @@ class _LoggerState:
 
     @classmethod
     def save(cls) -> _LoggerState:
-        import logging
-
-        from coretsia.worker_protocol.internal.runtime.logs import LOGGER_NAME
-
         return cls(logging.getLogger(LOGGER_NAME))
 
     def restore(self) -> None:
@@ -233,8 +226,6 @@ def _main_module(registry: Registry) -> MainModule:
     ``sys_path`` always (entries may live beside the script); the main script's module
     name or file only when an entry lives in it.
     """
-    from coretsia.supervisor.generation.spec import MainModule
-
     cwd = os.getcwd()
     sys_path = tuple(os.path.join(cwd, p) if not os.path.isabs(p) else p for p in sys.path)
     if not any(entry.target.startswith(_MAIN + ":") for entry in registry.entries()):

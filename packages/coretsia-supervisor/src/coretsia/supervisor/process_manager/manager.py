@@ -13,14 +13,13 @@ host's event loop (:mod:`.mounted`).
 from __future__ import annotations
 
 import os
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 from coretsia.supervisor.process_entries.errors import ProcessNotFoundError
 from coretsia.supervisor.process_entries.registry import Registry
 from coretsia.supervisor.process_entries.rules import IPC_NONE
 from coretsia.supervisor.process_manager.lifecycle import Runtime
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -159,6 +158,7 @@ class ProcessManager:
         (:class:`HostLoopUnsupportedError`), while another pool runs in this process
         (:class:`PoolAlreadyRunningError`). See :mod:`.mounted`.
         """
+        # deferred: platform-only
         from coretsia.supervisor.process_manager.mounted import MountedPool
 
         return MountedPool(self._runtime, self._registry)

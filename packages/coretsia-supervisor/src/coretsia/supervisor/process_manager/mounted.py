@@ -31,12 +31,12 @@ any thread.
 from __future__ import annotations
 
 import threading
-from typing import Protocol, final
+from typing import TYPE_CHECKING, Protocol, final
 
 from coretsia.supervisor.process_entries.errors import HostLoopUnsupportedError
+from coretsia.supervisor.process_manager import host_events
 from coretsia.supervisor.process_manager.lifecycle import Runtime, running_loop
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import TracebackType
 
@@ -157,6 +157,4 @@ def _host_event_type() -> type[_HostEvent]:
     library = running_loop()
     if library is None:
         raise HostLoopUnsupportedError
-    from coretsia.supervisor.process_manager import host_events
-
     return host_events.TrioEvent if library == "trio" else host_events.AsyncioEvent

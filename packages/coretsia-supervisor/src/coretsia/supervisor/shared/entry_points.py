@@ -2,10 +2,11 @@
 
 ``start`` discovers task sources and hooks from installed distributions once, and the
 supervisor then lives for weeks. :mod:`importlib.metadata` pulls in ``email``, ``csv``,
-``zipfile``, ``datetime`` and ``importlib.resources``: about 1.7 MiB that stays in the
-supervisor's memory for the whole run (deleting the modules afterwards gives none of it
-back). What discovery needs is small: the ``entry_points.txt`` of each distribution on
-``sys.path``, an INI file of ``[group]`` sections and ``name = module:attr`` lines.
+``zipfile``, ``datetime`` and ``importlib.resources``, which stay in the supervisor's
+memory for the whole run (deleting the modules afterwards gives none of it back; measured:
+``docs/performance.md#timings-the-code-refers-to``). What discovery needs is small: the
+``entry_points.txt`` of each distribution on ``sys.path``, an INI file of ``[group]``
+sections and ``name = module:attr`` lines.
 
 The rules follow :func:`importlib.metadata.entry_points` for what is installed on a
 file system (``*.dist-info`` and ``*.egg-info`` directories, as pip, uv and setuptools
@@ -20,6 +21,8 @@ from __future__ import annotations
 import os
 import re
 import sys
+
+from coretsia.worker_protocol.internal.runtime.imports import import_target
 
 __all__ = ["EntryPoint", "entry_points"]
 
@@ -40,8 +43,6 @@ class EntryPoint:
 
     def load(self) -> object:
         """Import the module and return the attribute, as ``EntryPoint.load`` does."""
-        from coretsia.worker_protocol.internal.runtime.imports import import_target
-
         match = _VALUE.match(self.value)
         if match is None:
             raise ValueError("malformed entry point")  # never the value: it is config

@@ -2,8 +2,8 @@
 
 Only the composition roots import this module, and only when the generation says
 ``telemetry = "otel"``: the CLI's ``start`` for the supervisor, the launcher for each
-worker *after* it reported ready (OpenTelemetry costs tens of milliseconds to import; the
-boot path stays light).
+worker *after* it reported ready, so that readiness never waits for OpenTelemetry's
+import (measured: ``docs/performance.md#timings-the-code-refers-to``).
 
 How data leaves a process: through the global providers of the OpenTelemetry API.
 If something already installed SDK providers in this process (``opentelemetry-instrument``
@@ -30,12 +30,12 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from coretsia.supervisor.shared._version import __version__
 from coretsia.supervisor.shared.entry_points import entry_points
 from coretsia.supervisor.shared.telemetry import Telemetry
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from coretsia.supervisor.shared.telemetry import Meter, Tracer
 
@@ -58,6 +58,7 @@ def opentelemetry_telemetry(scope: str) -> Telemetry | None:
 def opentelemetry_parts(scope: str) -> tuple[Tracer, Meter] | None:
     """The global providers' tracer and meter for ``scope``; None without the API."""
     try:
+        # deferred: optional extra
         from opentelemetry import metrics, trace
     except ImportError:
         return None
@@ -75,6 +76,7 @@ def _install_sdk(environ: Mapping[str, str]) -> None:
     if environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return
     try:
+        # deferred: optional extra
         from opentelemetry import metrics, trace
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import (

@@ -20,9 +20,7 @@ from coretsia.worker_protocol.exceptions import (
 )
 from coretsia.worker_protocol.vocabulary import SAFE_FIELDS
 
-# Not ``from typing import ...``: the probe commands pay for every import at every probe;
-# type checkers honour a module-level TYPE_CHECKING all the same.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from collections.abc import Mapping
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import time
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any, Literal, Protocol, TypeVar

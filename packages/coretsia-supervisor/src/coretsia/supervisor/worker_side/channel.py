@@ -21,8 +21,22 @@ import sys
 
 from coretsia.supervisor.worker_side.exits import EXIT_CONTRACT, WorkerExit, failure
 from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.conversation_engine import receive_sync
+from coretsia.worker_protocol.exceptions import ProtocolError
+from coretsia.worker_protocol.framing import Need
+from coretsia.worker_protocol.worker_channel import (
+    MAX_ATTEMPT,
+    Failed,
+    Heartbeat,
+    Ready,
+    RecycleCause,
+    Retiring,
+    TaskFailed,
+    error_type_name,
+)
+from coretsia.worker_protocol.worker_conversation import WorkerConversation
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     import threading
     from collections.abc import Callable
@@ -79,8 +93,6 @@ class Reporter:
     )
 
     def __init__(self, channel: socket.socket) -> None:
-        from coretsia.worker_protocol.worker_conversation import WorkerConversation
-
         self.channel = channel
         self.conversation = WorkerConversation()
         self.debug = False
@@ -98,10 +110,9 @@ class Reporter:
 
     def report_ready(self) -> None:
         """Send ``ready``; then, if the generation asks for it, start the heartbeat."""
-        from coretsia.worker_protocol.worker_channel import Heartbeat, Ready
-
         self.send(Ready())
         if self.heartbeat_timeout_ms:
+            # start-up budget: docs/performance.md#start-up-import-rules
             from coretsia.supervisor.worker_side.heartbeat import beat_every
 
             self.share()
@@ -117,7 +128,8 @@ class Reporter:
             os.register_at_fork(after_in_child=self._lock_sends)
 
     def _lock_sends(self) -> None:
-        import threading  # only once a second thread sends (the heartbeat's)
+        # start-up budget: docs/performance.md#start-up-import-rules
+        import threading
 
         self.lock = threading.Lock()
 
@@ -142,8 +154,8 @@ class Reporter:
     def fail(self, reason: Reason, error: BaseException | None) -> None:
         """Say why the worker is about to exit with status 1 (with the task source's
         fault when one that could not reach its backend is why)."""
+        # start-up budget: docs/performance.md#start-up-import-rules
         from coretsia.worker_protocol.task_source import TaskSourceUnavailableError
-        from coretsia.worker_protocol.worker_channel import Failed
 
         self._show(error)
         fault = error.fault if isinstance(error, TaskSourceUnavailableError) else None
@@ -155,12 +167,6 @@ class Reporter:
         ``attempt`` and ``retried`` are optional attributes of a source's task (the SQLite
         source has both); anything else than an int of at least 1 or a bool is not sent.
         """
-        from coretsia.worker_protocol.worker_channel import (
-            MAX_ATTEMPT,
-            TaskFailed,
-            error_type_name,
-        )
-
         self._show(error)
         attempt = getattr(task, "attempt", None)
         retried = getattr(task, "retried", None)
@@ -174,6 +180,7 @@ class Reporter:
 
     def _show(self, error: BaseException | None) -> None:
         if self.debug and error is not None:
+            # start-up budget: docs/performance.md#start-up-import-rules
             import traceback
 
             traceback.print_exception(error)  # debug only: may show payloads and config
@@ -203,8 +210,6 @@ class Retirement:
     def request(self, *, over_memory: bool = False) -> None:
         """Send ``retiring``, once; its cause is ``max-memory`` if ``over_memory``."""
         if not self._reporter.conversation.asked:
-            from coretsia.worker_protocol.worker_channel import RecycleCause, Retiring
-
             cause = RecycleCause.MAX_MEMORY if over_memory else RecycleCause.MAX_REQUESTS
             self._reporter.send(Retiring(cause))
 
@@ -218,10 +223,6 @@ class Retirement:
 
     def granted(self) -> bool:
         """True once ``retire`` arrived, or the supervisor is gone; never blocks."""
-        from coretsia.worker_protocol.conversation_engine import receive_sync
-        from coretsia.worker_protocol.exceptions import ProtocolError
-        from coretsia.worker_protocol.framing import Need
-
         try:
             event = receive_sync(self._reporter.conversation, self._arrived)
         except ProtocolError:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 
+from coretsia.supervisor.generation.published import is_pin
 from coretsia.supervisor.worker_side.exits import EXIT_CONTRACT, WorkerExit
 from coretsia.worker_protocol.parent_watch import is_decimal
+from coretsia.worker_protocol.paths import is_safe_relative_path
 
 ARG_PREFIX = "--coretsia-worker-"
 ARGS = ("artifact-root", "generation", "slot", "channel-fd", "stop-fd")
@@ -22,8 +24,6 @@ FORBIDDEN_ARGS = ("module-manifest", "config", "container")
 def parse(argv: list[str]) -> tuple[str, str, int, int, int]:
     """Return (artifact root, generation pin, slot, channel fd, stop fd) or raise
     ``WorkerExit(2)``."""
-    from coretsia.supervisor.generation.published import is_pin
-
     values: dict[str, str] = {}
     for arg in argv:
         name, sep, value = arg.partition("=")
@@ -44,8 +44,6 @@ def parse(argv: list[str]) -> tuple[str, str, int, int, int]:
 
 def project_root(artifact_root: str) -> str:
     """The working directory (resolved), once the artifact root is proven to lie inside it."""
-    from coretsia.worker_protocol.paths import is_safe_relative_path
-
     if not is_safe_relative_path(artifact_root):
         raise WorkerExit(EXIT_CONTRACT)
     root = os.path.realpath(os.getcwd())

@@ -34,7 +34,12 @@ spawns get none of them.
 
 from __future__ import annotations
 
+import errno
 import os
+import signal
+import socket
+import threading
+from typing import TYPE_CHECKING
 
 from coretsia.supervisor.process_entries.errors import (
     MessageBufferFullError,
@@ -43,11 +48,7 @@ from coretsia.supervisor.process_entries.errors import (
 )
 from coretsia.supervisor.process_entries.rules import IPC_MSGQUEUE, IPC_UNIXSOCK, MAX_MESSAGE_BYTES
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
-    import socket
-    import threading
-
     import sysv_ipc
 
     from coretsia.supervisor.generation.spec import IpcRecord
@@ -86,8 +87,6 @@ class UnixEndpoint:
     __slots__ = ("_base", "_flags", "_sock", "workers")
 
     def __init__(self, directory: str, worker_id: int, workers: int) -> None:
-        import socket
-
         absolute = os.path.abspath(directory)  # the working directory is the project root
         longest = os.path.join(absolute, str(workers - 1))
         self._base = absolute if len(os.fsencode(longest)) <= _SUN_PATH_MAX else directory
@@ -117,8 +116,6 @@ class UnixEndpoint:
         except BlockingIOError:
             raise MessageBufferFullError from None
         except OSError as error:
-            import errno
-
             if error.errno == errno.ENOBUFS:  # BSD and macOS: a full receiver, never waits
                 raise MessageBufferFullError from None
             if error.errno == errno.EMSGSIZE:
@@ -157,6 +154,7 @@ class QueueEndpoint:
     )
 
     def __init__(self, key: int, msqid: int, worker_id: int, workers: int) -> None:
+        # deferred: optional extra
         import sysv_ipc
 
         queue = sysv_ipc.MessageQueue(key, max_message_size=MAX_MESSAGE_BYTES)
@@ -164,8 +162,6 @@ class QueueEndpoint:
             raise LookupError("ipc")  # the key now names another queue: not this pool's
         self._queue: sysv_ipc.MessageQueue = queue
         self._key = key
-        import threading
-
         self._lock = threading.Lock()  # two threads' first receive start one reader
         self._type = worker_id + 1
         self.workers = workers
@@ -177,6 +173,7 @@ class QueueEndpoint:
 
     def send(self, worker_id: int, data: bytes) -> None:
         """Put one message on the queue now, or raise (the pool object retries a full one)."""
+        # deferred: optional extra
         import sysv_ipc
 
         try:
@@ -186,8 +183,6 @@ class QueueEndpoint:
         except sysv_ipc.ExistentialError:
             raise PeerUnavailableError from None  # the queue is gone: the pool ended
         except OSError as error:
-            import errno
-
             if error.errno != errno.EINVAL:
                 raise
             # EINVAL is both "the queue was removed" and "longer than the system's
@@ -222,9 +217,6 @@ class QueueEndpoint:
         landed here would leave the main thread asleep in ``poll`` with its handler
         (SIGTERM's, which ends the entry) never run.
         """
-        import signal
-        import threading
-
         self._taken = threading.Event()
         self._reader = threading.Thread(target=self._read_forever, name="coretsia-ipc", daemon=True)
         old = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
@@ -235,6 +227,7 @@ class QueueEndpoint:
 
     def _read_forever(self) -> None:
         """Receive one message, hand it over, wait until it is taken; until the queue goes."""
+        # deferred: optional extra
         import sysv_ipc
 
         assert self._taken is not None
@@ -258,6 +251,7 @@ class QueueEndpoint:
 
     def _drop_oversized(self) -> bool:
         """Take this slot's next message off the queue whatever its size; False if not."""
+        # deferred: optional extra
         import sysv_ipc
 
         try:

@@ -24,7 +24,10 @@ imports nothing at load time beyond what the launcher already has.
 
 from __future__ import annotations
 
+import os
+import select
 import sys
+import time
 
 from coretsia.supervisor.process_entries.errors import (
     IpcUnavailableError,
@@ -34,8 +37,9 @@ from coretsia.supervisor.process_entries.errors import (
     ProcessArgumentError,
 )
 from coretsia.supervisor.process_entries.rules import MAX_MESSAGE_BYTES
+from coretsia.worker_protocol.worker_channel import ShutdownRequest
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from coretsia.supervisor.worker_side.channel import Reporter
     from coretsia.supervisor.worker_side.entry_ipc import Endpoint
@@ -185,9 +189,6 @@ class WorkerPool:
         every datagram in the socket; ``msgqueue``: the one the reader already took).
         """
         endpoint = self._messages()
-        import select
-        import time
-
         if timeout is not None and not timeout >= 0:  # negative, or NaN
             timeout = 0.0
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -230,8 +231,6 @@ class WorkerPool:
         if self._shutdown_sent:
             return
         self._shutdown_sent = True
-        from coretsia.worker_protocol.worker_channel import ShutdownRequest
-
         self._reporter.send(ShutdownRequest())  # a supervisor gone: the pool stops anyway
 
     def __repr__(self) -> str:
@@ -245,8 +244,6 @@ async def _wait_readable(*fds: int) -> None:
     descriptor and asyncio one reader callback, so two tasks of one entry waiting for
     the stop at once would otherwise hang or crash each other.
     """
-    import os
-
     duplicates: list[int] = []
     try:
         for fd in fds:
@@ -274,6 +271,7 @@ async def _wait_any(fds: list[int]) -> None:
 
                     nursery.start_soon(wait)
             return
+    # start-up budget: docs/performance.md#start-up-import-rules
     import asyncio
 
     loop = asyncio.get_running_loop()

@@ -23,16 +23,20 @@ Exit status, which the supervisor reads as "replace this entry" while the pool r
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
+import types
 
 from coretsia.supervisor.process_entries.rules import IPC_NONE, KIND_FUNCTION, KIND_PROCESS
+from coretsia.supervisor.worker_side.channel import Retirement
 from coretsia.supervisor.worker_side.entry_pool import WorkerPool
 from coretsia.supervisor.worker_side.exits import EXIT_CONTRACT, EXIT_FAILURE, WorkerExit
 from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.internal.runtime.imports import import_target
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from collections.abc import Callable
     from types import FrameType
@@ -40,7 +44,7 @@ if TYPE_CHECKING:
 
     from coretsia.supervisor.generation.spec import GenerationSpec, IpcRecord, MainModule
     from coretsia.supervisor.process_entries.record import ProcessSnapshot, SnapshotEntry
-    from coretsia.supervisor.worker_side.channel import Reporter, Retirement
+    from coretsia.supervisor.worker_side.channel import Reporter
     from coretsia.supervisor.worker_side.entry_ipc import Endpoint
     from coretsia.supervisor.worker_side.stop_signal import StopSignal
 
@@ -103,6 +107,7 @@ class EntryBoot:
             terminated = True  # SIGTERM landed just as the entry returned: still SIGTERM
         except Exception as error:  # noqa: BLE001 - an entry's failure: replaced, not fatal
             if spec.debug:
+                # start-up budget: docs/performance.md#start-up-import-rules
                 import traceback
 
                 traceback.print_exception(error)  # debug only: may show payloads
@@ -118,6 +123,7 @@ class EntryBoot:
         """This worker's message endpoint, bound before readiness; None without IPC."""
         if self.ipc_type == IPC_NONE:
             return None  # and nothing of IPC is imported
+        # start-up budget: docs/performance.md#start-up-import-rules
         from coretsia.supervisor.worker_side.entry_ipc import open_endpoint
 
         return open_endpoint(self.ipc_type, record, self.entry.worker_id, self.workers)
@@ -126,7 +132,7 @@ class EntryBoot:
 def _retire_past(max_memory_mb: int, reporter: Reporter, stop: StopSignal) -> Retirement:
     """Watch this worker's memory; past the limit, ask to retire, and let the grant stop
     the entry (``pool.stopping`` turns true): it returns and a fresh worker replaces it."""
-    from coretsia.supervisor.worker_side.channel import Retirement
+    # start-up budget: docs/performance.md#start-up-import-rules
     from coretsia.supervisor.worker_side.memory import MemoryLimit, watch_memory
 
     retirement = Retirement(reporter, stop.listen)
@@ -152,12 +158,8 @@ def _prepare_main(main: MainModule | None) -> None:
         return
     sys.path.extend(p for p in main.sys_path if p not in sys.path)
     if main.name is not None:
-        import importlib
-
         module = importlib.import_module(main.name)  # its own __name__: the guard stays false
     elif main.path is not None:
-        import types
-
         module = types.ModuleType(_MP_MAIN)
         module.__file__ = main.path
         sys.modules[_MP_MAIN] = module
@@ -171,8 +173,6 @@ def _prepare_main(main: MainModule | None) -> None:
 
 def _runnable(entry: SnapshotEntry) -> Callable[[WorkerPool, int], Any]:
     """The callable that runs the entry: its function, or a fresh instance's method."""
-    from coretsia.worker_protocol.internal.runtime.imports import import_target
-
     found: Any = import_target(entry.target)  # ``__main__``: the script re-imported above
     if entry.kind == KIND_FUNCTION:
         function: Callable[[WorkerPool, int], Any] = found
@@ -212,9 +212,11 @@ def _run_async(
 ) -> bool:
     """Run an async entry under ``loop``; SIGTERM cancels it. True if it did."""
     if loop == "trio":
+        # start-up budget: docs/performance.md#start-up-import-rules
         import trio
 
         return trio.run(_trio_main, run, pool, worker_id)
+    # start-up budget: docs/performance.md#start-up-import-rules
     import asyncio
 
     return asyncio.run(_asyncio_main(run, pool, worker_id))
@@ -223,6 +225,7 @@ def _run_async(
 async def _asyncio_main(
     run: Callable[[WorkerPool, int], Any], pool: WorkerPool, worker_id: int
 ) -> bool:
+    # start-up budget: docs/performance.md#start-up-import-rules
     import asyncio
 
     task = asyncio.current_task()
@@ -251,6 +254,7 @@ async def _asyncio_main(
 async def _trio_main(
     run: Callable[[WorkerPool, int], Any], pool: WorkerPool, worker_id: int
 ) -> bool:
+    # start-up budget: docs/performance.md#start-up-import-rules
     import trio
 
     terminated = False

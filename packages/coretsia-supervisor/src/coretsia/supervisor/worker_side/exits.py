@@ -22,11 +22,12 @@ import atexit
 import os
 import sys
 
-TYPE_CHECKING = False
+from coretsia.worker_protocol.catalogue import Reason
+
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from typing import NoReturn
 
-    from coretsia.worker_protocol.catalogue import Reason
 
 EXIT_OK = 0
 """A cooperative stop, or a granted retirement."""
@@ -75,9 +76,8 @@ def source_failure(error: Exception, reason: Reason) -> WorkerExit:
     """:func:`failure` of the step that broke (``reason``), unless the source named
     the cause: a :class:`~coretsia.worker_protocol.task_source.TaskSourceStorageError`
     (its storage is corrupt or full) ends the worker with its own reason.
-
-    The SPI module is imported here, on the way out only: never on the boot path.
     """
+    # start-up budget: docs/performance.md#start-up-import-rules
     from coretsia.worker_protocol.task_source import TaskSourceStorageError
 
     if isinstance(error, TaskSourceStorageError):

@@ -40,7 +40,7 @@ import signal
 import threading
 import time
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Final

@@ -11,12 +11,12 @@ spawn is a fresh interpreter, recycled and replaced ones included.
 
 This module is the boot sequence; its steps live beside it in the worker side (the
 contract checks, the channel, the task source and the loop; for an entry,
-:mod:`.entry_worker`, :mod:`.entry_pool` and :mod:`.entry_ipc`). Interpreter start-up
-dominates pool start and recycle, so it imports at load time only :mod:`os`, :mod:`sys`,
-the tiny :mod:`.exits` (the exit statuses) and the protocol's ``parent_watch``;
-everything else (``ctypes``, ``_socket``, the protocol frames,
-:mod:`coretsia.supervisor.generation.published`) is imported inside the functions that
-need it, after the parent-death watch is armed. It never imports trio, attrs, cattrs or
+:mod:`.entry_worker`, :mod:`.entry_pool` and :mod:`.entry_ipc`). It imports at load time
+only :mod:`os`, :mod:`sys`, the tiny :mod:`.exits` (the exit statuses) and the protocol's
+``parent_watch``; everything else is imported inside the functions that need it, once
+:func:`main` armed the parent-death watch and dropped ``sys.path[0]`` (the project root,
+under ``python -c``), so that no module of the boot is looked up in the application's
+directory. It never imports trio, attrs, cattrs or
 psutil (a test checks this with ``-X importtime``). With ``telemetry = "otel"`` in the
 generation, OpenTelemetry is imported once ``ready`` was sent (see
 :mod:`coretsia.supervisor.shared.otel`), so readiness never waits for it.
@@ -102,9 +102,7 @@ from coretsia.supervisor.worker_side.exits import (
 )
 from coretsia.worker_protocol.parent_watch import arm_parent_death, parent_matches
 
-# Not ``from typing import TYPE_CHECKING``: importing typing costs milliseconds on every
-# worker boot, and type checkers honour a module-level ``TYPE_CHECKING`` all the same.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 
 if TYPE_CHECKING:
     from typing import NoReturn
@@ -139,6 +137,7 @@ def _check_parent() -> None:
 
 def _run(argv: list[str], *, armed: bool) -> int:
     """Check the contract, then boot and serve; return the exit status."""
+    # deferred: until main() drops sys.path[0]
     from coretsia.supervisor.worker_side.channel import Reporter, open_channel
     from coretsia.supervisor.worker_side.contract import adopt_stop_fd, parse, project_root
 
@@ -157,6 +156,7 @@ def _run(argv: list[str], *, armed: bool) -> int:
             reporter.fail(leaving.reason, leaving.__cause__)
         return leaving.code
     except BaseException as error:  # noqa: BLE001 - whatever escapes, the worker reports why
+        # deferred: until main() drops sys.path[0]
         from coretsia.worker_protocol.catalogue import Reason
 
         reason = Reason.LIFECYCLE_FAILED if reporter.ready else Reason.CHILD_START_FAILED
@@ -177,6 +177,7 @@ def _serve(
 ) -> int:
     """Boot from the generation (artifact root and pin), decoded once into its typed spec;
     run a task worker or, past the task slots, an entry."""
+    # deferred: until main() drops sys.path[0]
     from coretsia.supervisor.generation.published import GenerationError, load_current_generation
     from coretsia.supervisor.worker_side.stop_signal import StopSignal
     from coretsia.worker_protocol.catalogue import Reason
@@ -193,6 +194,7 @@ def _serve(
     reporter.heartbeat_timeout_ms = spec.heartbeat_timeout_ms
     if slot < spec.workers:
         _extend_path(root, spec.app_path)
+        # deferred: until main() drops sys.path[0]
         from coretsia.supervisor.worker_side.task_worker import serve_tasks
 
         stop = StopSignal.any_of(stop_fd, reporter.channel.fileno())
@@ -202,6 +204,7 @@ def _serve(
         stop = StopSignal.any_of(stop_fd, reporter.channel.fileno())
     if spec.processes is None:
         raise WorkerExit(EXIT_CONTRACT)  # no entries: the slot is past every task slot
+    # deferred: until main() drops sys.path[0]
     from coretsia.supervisor.worker_side.entry_worker import EntryBoot
 
     # A slot past every entry is a contract error.

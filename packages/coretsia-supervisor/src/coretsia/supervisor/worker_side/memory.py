@@ -14,8 +14,10 @@ when ``max_memory_mb`` is on, and then only the standard library's builtins.
 from __future__ import annotations
 
 import os
+import sys
+import time
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Final
@@ -35,8 +37,8 @@ def resident_bytes() -> int:
         with open(_STATM, "rb") as statm:
             pages = int(statm.read().split()[1])
     except OSError:
+        # deferred: platform-only
         import resource
-        import sys
 
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return peak if sys.platform == "darwin" else peak * 1024  # bytes there, KiB elsewhere
@@ -63,14 +65,13 @@ def watch_memory(limit: MemoryLimit, over: Callable[[], None]) -> None:
     The thread blocks every signal (the entry's SIGTERM must reach the main thread) and
     ends with the call, or with the process.
     """
+    # start-up budget: docs/performance.md#start-up-import-rules
     from coretsia.supervisor.worker_side.heartbeat import start_quiet_thread
 
     start_quiet_thread(_watching, limit, over)
 
 
 def _watching(limit: MemoryLimit, over: Callable[[], None]) -> None:
-    import time
-
     while not limit.exceeded():
         time.sleep(WATCH_INTERVAL_S)
     over()

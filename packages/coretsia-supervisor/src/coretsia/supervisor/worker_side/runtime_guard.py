@@ -31,6 +31,10 @@ own code, never a worker failure: ``start`` raises it; a worker sends its token 
 from __future__ import annotations
 
 from coretsia.supervisor.generation.spec import RuntimeEntrypoint
+from coretsia.supervisor.worker_side.exits import failure
+from coretsia.worker_protocol.catalogue import Reason
+from coretsia.worker_protocol.exceptions import RuntimeEntrypointError
+from coretsia.worker_protocol.internal.runtime.imports import import_target
 from coretsia.worker_protocol.runtime_entrypoints import RUNTIME_ENTRYPOINT_GROUP, entrypoint_for
 
 __all__ = ["check_runtime_entrypoint", "resolve_runtime_entrypoint"]
@@ -44,8 +48,8 @@ def resolve_runtime_entrypoint(task_type: str) -> RuntimeEntrypoint:
     :class:`~coretsia.worker_protocol.exceptions.RuntimeEntrypointError` when none does or
     the provider's object cannot be imported (the exception kept as the cause).
     """
+    # start-up budget: docs/performance.md#start-up-import-rules
     from coretsia.supervisor.shared.entry_points import entry_points
-    from coretsia.worker_protocol.exceptions import RuntimeEntrypointError
 
     name = entrypoint_for(task_type)
     provided = [e for e in entry_points(group=RUNTIME_ENTRYPOINT_GROUP) if e.name == name]
@@ -64,10 +68,6 @@ def check_runtime_entrypoint(task_type: str, record: RuntimeEntrypoint | None) -
     Leaves the worker with ``failed(runtime-entrypoint-unavailable)`` when the record does
     not name the entrypoint ``task_type`` needs, or its provider no longer imports.
     """
-    from coretsia.supervisor.worker_side.exits import failure
-    from coretsia.worker_protocol.catalogue import Reason
-    from coretsia.worker_protocol.internal.runtime.imports import import_target
-
     if record is None or record.name != entrypoint_for(task_type):
         raise failure(Reason.RUNTIME_ENTRYPOINT_UNAVAILABLE)
     try:

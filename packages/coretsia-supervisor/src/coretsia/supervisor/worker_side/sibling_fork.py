@@ -39,13 +39,10 @@ Standard library only, like the server.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import ctypes
-    from typing import Final
+from typing import Final
 
 _SYSCALLS: Final = {"x86_64": (56, 273, 274), "aarch64": (220, 99, 100)}
 """``clone``, ``set_robust_list`` and ``get_robust_list`` per machine."""
@@ -72,8 +69,6 @@ class SiblingFork:
     """Everything a fork needs, looked up once (the server forks hundreds of times)."""
 
     def __init__(self, libc: ctypes.PyDLL, machine: str, tid_address: int) -> None:
-        import ctypes
-
         self._libc = libc
         self._api = ctypes.pythonapi
         clone, set_robust_list, get_robust_list = _SYSCALLS[machine]
@@ -102,8 +97,6 @@ class SiblingFork:
         machine = _machine()
         if machine is None:
             return None
-        import ctypes
-
         libc = ctypes.PyDLL(None, use_errno=True)
         address = ctypes.c_void_p()
         zero = ctypes.c_ulong(0)
@@ -118,8 +111,6 @@ class SiblingFork:
     def fork(self) -> int:
         """Like ``os.fork`` (0 in the child, its pid in the parent; OSError if refused),
         except that the child's parent is this process's parent."""
-        import ctypes
-
         sys.audit("os.fork")
         null = ctypes.c_void_p(0)
         self._api.PyOS_BeforeFork()

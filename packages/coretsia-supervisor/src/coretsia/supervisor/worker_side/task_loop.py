@@ -54,7 +54,7 @@ from coretsia.supervisor.shared.telemetry import NO_TELEMETRY
 from coretsia.supervisor.worker_side.exits import EXIT_OK, WorkerExit, failure, source_failure
 from coretsia.worker_protocol.catalogue import Reason
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 

@@ -11,21 +11,32 @@ is imported after ``ready``, so readiness never waits for it.
 
 from __future__ import annotations
 
-from coretsia.supervisor.worker_side.exits import failure, source_failure
-from coretsia.worker_protocol.catalogue import Reason
+import types
 
-TYPE_CHECKING = False
+from coretsia.supervisor.generation.spec import TelemetryMode
+from coretsia.supervisor.shared.telemetry import NO_TELEMETRY
+from coretsia.supervisor.worker_side.channel import Retirement
+from coretsia.supervisor.worker_side.exits import failure, source_failure
+from coretsia.supervisor.worker_side.runtime_guard import check_runtime_entrypoint
+from coretsia.supervisor.worker_side.task_loop import Hooks, work
+from coretsia.worker_protocol.catalogue import Reason, SourceFault
+from coretsia.worker_protocol.internal.runtime.imports import import_target
+from coretsia.worker_protocol.worker_channel import (
+    SourceAvailable,
+    SourceUnavailable,
+    TaskLeaseLost,
+)
+
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
-    from coretsia.supervisor.generation.spec import GenerationSpec, HookTargets, TelemetryMode
+    from coretsia.supervisor.generation.spec import GenerationSpec, HookTargets
     from coretsia.supervisor.shared.telemetry import Telemetry
     from coretsia.supervisor.worker_side.channel import Reporter
     from coretsia.supervisor.worker_side.memory import MemoryLimit
     from coretsia.supervisor.worker_side.stop_signal import StopSignal
-    from coretsia.supervisor.worker_side.task_loop import Hooks
-    from coretsia.worker_protocol.catalogue import SourceFault
     from coretsia.worker_protocol.task_source import TaskSource
 
 
@@ -48,8 +59,6 @@ class SourceContext:
         options: Mapping[str, object],
         reporter: Reporter,
     ) -> None:
-        import types
-
         self._reporter = reporter
         self._task_type = task_type
         self._slot = slot
@@ -84,21 +93,14 @@ class SourceContext:
         return self._stop.wait(timeout)
 
     def report_unavailable(self, fault: SourceFault) -> None:
-        from coretsia.worker_protocol.catalogue import SourceFault
-        from coretsia.worker_protocol.worker_channel import SourceUnavailable
-
         if self._reporter.ready:
             self._reporter.send(SourceUnavailable(SourceFault(fault)))
 
     def report_available(self) -> None:
-        from coretsia.worker_protocol.worker_channel import SourceAvailable
-
         if self._reporter.ready:
             self._reporter.send(SourceAvailable())
 
     def report_lease_lost(self) -> None:
-        from coretsia.worker_protocol.worker_channel import TaskLeaseLost
-
         self._reporter.send(TaskLeaseLost())
 
 
@@ -106,10 +108,6 @@ def serve_tasks(
     reporter: Reporter, spec: GenerationSpec, slot: int, stop: StopSignal, generation: str
 ) -> int:
     """Resolve the task source, report ready, run the sequential loop."""
-    from coretsia.supervisor.worker_side.channel import Retirement
-    from coretsia.supervisor.worker_side.runtime_guard import check_runtime_entrypoint
-    from coretsia.supervisor.worker_side.task_loop import work
-
     task_type = spec.task_type.value
     check_runtime_entrypoint(task_type, spec.runtime_entrypoint)  # seed 000's order
     options = dict(spec.source_options)
@@ -133,6 +131,7 @@ def _memory_limit(max_memory_mb: int) -> MemoryLimit | None:
     """The limit, with its module imported only when it is on."""
     if not max_memory_mb:
         return None
+    # start-up budget: docs/performance.md#start-up-import-rules
     from coretsia.supervisor.worker_side.memory import MemoryLimit
 
     return MemoryLimit(max_memory_mb)
@@ -140,11 +139,9 @@ def _memory_limit(max_memory_mb: int) -> MemoryLimit | None:
 
 def _telemetry(mode: TelemetryMode) -> Telemetry:
     """The worker's telemetry: OpenTelemetry for ``otel``, imported only now, after ready."""
-    from coretsia.supervisor.generation.spec import TelemetryMode
-    from coretsia.supervisor.shared.telemetry import NO_TELEMETRY
-
     if mode is not TelemetryMode.OTEL:
         return NO_TELEMETRY
+    # start-up budget: docs/performance.md#start-up-import-rules
     from coretsia.supervisor.shared.otel import opentelemetry_telemetry
 
     return opentelemetry_telemetry("coretsia.worker") or NO_TELEMETRY
@@ -152,8 +149,6 @@ def _telemetry(mode: TelemetryMode) -> Telemetry:
 
 def resolve_hooks(targets: HookTargets) -> Hooks:
     """Import the generation's frozen hook targets (``module:attr``), in order."""
-    from coretsia.supervisor.worker_side.task_loop import Hooks
-
     return Hooks(
         *(
             [_import_callable(target, Reason.CHILD_START_FAILED) for target in kind]
@@ -193,8 +188,6 @@ def _import_callable(target: str | None, reason: Reason) -> Callable[..., Any]:
     """Follow a frozen ``module:attr`` to a callable; anything else is ``failure(reason)``."""
     if target is None or not all(target.partition(":")[::2]):
         raise failure(reason)  # no module, or no attr
-    from coretsia.worker_protocol.internal.runtime.imports import import_target
-
     try:
         value = import_target(target)
     except Exception as error:

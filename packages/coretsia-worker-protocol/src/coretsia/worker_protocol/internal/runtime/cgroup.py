@@ -24,10 +24,7 @@ import os
 import sys
 import time
 from pathlib import Path
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Final
+from typing import Final
 
 PREFIX: Final = "coretsia-"
 _POLL_S: Final = 0.005

@@ -6,11 +6,11 @@ source's handler. Every worker is a fresh interpreter that follows the address a
 Each caller maps a failure to its own reason (a source is unresolvable, a hook fails the
 start, an entry cannot be rebuilt, a handler is an invalid target), so this only walks
 and lets the import's or the walk's exception through.
-
-On the worker boot path: nothing is imported here until an address is followed.
 """
 
 from __future__ import annotations
+
+import importlib
 
 __all__ = ["import_target"]
 
@@ -26,8 +26,6 @@ def import_target(target: str) -> object:
     module_name, _, attr_path = target.partition(":")
     if not module_name:
         raise ValueError("an address needs a module")
-    import importlib
-
     found: object = importlib.import_module(module_name)
     for part in attr_path.split(".") if attr_path else ():
         found = getattr(found, part)

@@ -21,14 +21,11 @@ the init. Standard library only.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 import threading
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    import ctypes
-    from typing import Final
+from typing import Final
 
 CLONE_NEWNS: Final = 0x00020000
 CLONE_NEWPID: Final = 0x20000000
@@ -41,16 +38,12 @@ _MS_PRIVATE: Final = 1 << 18
 
 def libc() -> ctypes.CDLL:
     """The C library, with ``errno`` kept for :func:`check`."""
-    import ctypes
-
     return ctypes.CDLL(None, use_errno=True)
 
 
 def check(result: int) -> None:
     """OSError (with the call's ``errno``) unless a libc call returned 0."""
     if result != 0:
-        import ctypes
-
         errno = ctypes.get_errno()
         raise OSError(errno, os.strerror(errno))
 

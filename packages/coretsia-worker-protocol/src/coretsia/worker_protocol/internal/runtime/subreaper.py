@@ -7,6 +7,7 @@ left behind re-parents to the supervisor, which then kills and reaps it.
 
 from __future__ import annotations
 
+import ctypes
 import sys
 
 _PR_SET_CHILD_SUBREAPER = 36
@@ -22,8 +23,6 @@ def become_subreaper(enable: bool = True) -> bool:
     """
     if not sys.platform.startswith("linux"):
         return False
-    import ctypes
-
     libc = ctypes.CDLL(None, use_errno=True)
     return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, int(enable), 0, 0, 0)) == 0
 
@@ -32,8 +31,6 @@ def is_subreaper() -> bool:
     """Whether this process is a child subreaper now (Linux; False elsewhere)."""
     if not sys.platform.startswith("linux"):
         return False
-    import ctypes
-
     flag = ctypes.c_int(0)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0)

@@ -31,16 +31,14 @@ Standard library only.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import subprocess
 import sys
+from typing import Final
 
 from coretsia.worker_protocol.internal.runtime import pidns
 from coretsia.worker_protocol.internal.runtime.pidns import check, libc
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Final
 
 CLONE_NEWUSER: Final = 0x10000000
 CAP_SYS_ADMIN: Final = 21
@@ -136,7 +134,6 @@ def _write(path: str, text: str) -> None:
 
 def _set_caps(*, effective: int, permitted: int, inheritable: int) -> None:
     """``capset(2)`` on the calling thread (the first 32 capabilities; the rest cleared)."""
-    import ctypes
 
     class Header(ctypes.Structure):
         _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
