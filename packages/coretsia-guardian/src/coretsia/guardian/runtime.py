@@ -108,8 +108,8 @@ class Generation:
         shared = (self._stop_read, self._fence_fd)
         if self._hello.driver is Driver.FORK and self._hello.fork_server is not None:
             # The server's interpreter boots while the namespace's init mounts its /proc
-            # (some 20 ms each, one after the other otherwise); it forks only when asked,
-            # and nothing is asked before the container is ready.
+            # (docs/performance.md, "Timings the code refers to"); it forks only when
+            # asked, and nothing is asked before the container is ready.
             started = await self._start_fork_server(env, shared, self._hello.fork_server)
             if self._fork_server is not None:
                 nursery.start_soon(self._fork_server.read_answers)
@@ -119,8 +119,7 @@ class Generation:
         if self._hello.driver is Driver.FORK:
             self._backend = ForkBackend(self._spawner, env, shared)
             return True
-        # Only the selected driver is imported: a fork guardian never loads the proc host's.
-        from coretsia.guardian.proc_backend import ProcBackend
+        from coretsia.guardian.proc_backend import ProcBackend  # deferred: the selected driver only
 
         try:
             self._host = await ProcBackend.start(self._spawner, env, shared, self._on_host_exit)
@@ -150,7 +149,9 @@ class Generation:
         Its start counts as a pending spawn: a server that exits before ``start`` returns
         is reaped meanwhile, and must be known as gone, not waited for (nor killed) later.
         """
-        from coretsia.guardian.fork_server_backend import ForkServerBackend
+        from coretsia.guardian.fork_server_backend import (
+            ForkServerBackend,  # deferred: the selected driver only
+        )
 
         self._spawning.add(_FORK_SERVER_SLOT)
         try:

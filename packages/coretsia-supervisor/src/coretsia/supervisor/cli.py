@@ -20,6 +20,7 @@ from coretsia.supervisor.parser import build_parser
 from coretsia.supervisor.shared import output
 from coretsia.supervisor.worker_side.exits import leave  # before any atexit handler: see leave()
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
+from coretsia.worker_protocol.client import ControlClient
 from coretsia.worker_protocol.exceptions import (
     WorkerAlreadyRunningError,
     WorkerCommunicationFailedError,
@@ -30,10 +31,7 @@ from coretsia.worker_protocol.exceptions import (
 )
 from coretsia.worker_protocol.exit_codes import ExitCode
 
-# Not ``from typing import ...``, and no pathlib: the probe commands pay for every import
-# at every probe (docs/performance.md, "`status` through argparse only"); type checkers
-# honour a module-level TYPE_CHECKING all the same.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable, Sequence
@@ -54,7 +52,6 @@ def _root(value: str) -> str:
 
 
 def _client(root: str) -> ControlClient:
-    from coretsia.worker_protocol.client import ControlClient
 
     return ControlClient(_root(root))
 
@@ -103,6 +100,7 @@ def cmd_stop(args: argparse.Namespace) -> ExitCode:
     if args.json or not output.is_terminal():
         client.stop()
     else:
+        # start-up budget: docs/performance.md#start-up-import-rules
         from coretsia.supervisor.stop_progress import Countdown
 
         with Countdown() as countdown:
@@ -113,6 +111,7 @@ def cmd_stop(args: argparse.Namespace) -> ExitCode:
 
 def cmd_start(args: argparse.Namespace) -> int:
     """Run the pool in the foreground until it is stopped."""
+    # start-up budget: docs/performance.md#start-up-import-rules
     from coretsia.supervisor import init
 
     if init.needed():  # PID 1 of a container: become a tiny init, run ourselves below it
@@ -120,6 +119,7 @@ def cmd_start(args: argparse.Namespace) -> int:
     # Before any thread exists: every file and socket the supervisor creates is private
     # from birth. The operator's umask is handed to the guardian for the workers.
     umask = os.umask(0o077)
+    # start-up budget: docs/performance.md#start-up-import-rules
     from pathlib import Path
 
     from coretsia.supervisor.daemon.guardian_process import EarlyGuardian
@@ -136,6 +136,7 @@ def cmd_start(args: argparse.Namespace) -> int:
 def _run_pool(args: argparse.Namespace, root: Path, umask: int, early: EarlyGuardian) -> bool:
     """Validate, resolve and run the pool until it is stopped (``start`` after the checks);
     whether the stop was forced."""
+    # start-up budget: docs/performance.md#start-up-import-rules
     from coretsia.supervisor.config import load_config
     from coretsia.supervisor.daemon.drivers import resolve_driver, resolve_transport
     from coretsia.supervisor.daemon.generation_builder import build_generation_spec
@@ -151,6 +152,7 @@ def _run_pool(args: argparse.Namespace, root: Path, umask: int, early: EarlyGuar
     resolve_transport(config.control.transport)
     spec = build_generation_spec(root, config, runtime)
 
+    # start-up budget: docs/performance.md#start-up-import-rules
     from coretsia.supervisor.daemon.runner import run_supervisor
 
     return run_supervisor(root, config, spec, umask, args.log_format, early=early)
@@ -195,6 +197,7 @@ def _run(argv: Sequence[str] | None) -> int:
         return command(args)
     except WorkerError as exc:
         if exc.__cause__ is not None and os.environ.get(DEBUG_ENV) == "1":
+            # start-up budget: docs/performance.md#start-up-import-rules
             import traceback  # unsafe, on request: what the token stands for
 
             traceback.print_exception(exc.__cause__)

@@ -34,9 +34,7 @@ from coretsia.worker_protocol.framing import MAX_FRAME_BYTES
 from coretsia.worker_protocol.records import Frozen
 from coretsia.worker_protocol.vocabulary import MAC_HEX_LEN
 
-# Not ``from typing import ...``: this module is on every worker's boot path and the
-# probe path, where importing typing costs milliseconds.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, ClassVar, Final

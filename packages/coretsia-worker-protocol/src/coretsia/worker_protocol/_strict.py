@@ -2,11 +2,12 @@
 
 Every frame and file of the protocol is decoded by these rules: the control and locator
 on the probe path (``status`` is a Kubernetes exec probe), the worker channel in every
-worker's boot path, the internal channels in the daemons. They cannot afford cattrs
-(about 65 ms of imports) and need none: a field's :class:`Kind` checks the exact JSON type
-(``True`` is not an ``int``, ``"5"`` is not a number, a string is not a list) and the
-range, :func:`check_keys` the exact key set, and :func:`check_version` runs first, so a
-frame of a newer version is reported as such instead of as "unknown key".
+worker's boot path, the internal channels in the daemons. They cannot afford cattrs's
+imports (docs/performance.md, "Timings the code refers to") and need none: a field's
+:class:`Kind` checks the exact JSON type (``True`` is not an ``int``, ``"5"`` is not a
+number, a string is not a list) and the range, :func:`check_keys` the exact key set, and
+:func:`check_version` runs first, so a frame of a newer version is reported as such
+instead of as "unknown key".
 
 Everything here raises :class:`FieldError`; :mod:`._codec` turns it into a
 :class:`RemoteProtocolError` when decoding and a :class:`LocalProtocolError` when
@@ -19,10 +20,7 @@ import json
 
 from coretsia.worker_protocol.catalogue import Reason
 
-# Not ``from typing import ...``: this module is on every worker's boot path and the
-# probe path, where importing typing costs milliseconds; type checkers honour a
-# module-level TYPE_CHECKING all the same.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     import enum
     from typing import Any, ClassVar, Final

@@ -61,9 +61,7 @@ from coretsia.worker_protocol.lifecycle import FENCE_PATH, LOCATOR_PATH, LOCK_PA
 from coretsia.worker_protocol.locator import MAX_LOCATOR_BYTES, Locator, decode_locator
 from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
 
-# Not ``from typing import ...``: every probe pays for every import of this module;
-# type checkers honour a module-level TYPE_CHECKING all the same.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Final

@@ -65,9 +65,7 @@ from coretsia.worker_protocol.conversation_engine import CLOSE, Conversation, Ta
 from coretsia.worker_protocol.exceptions import LocalProtocolError, RemoteProtocolError
 from coretsia.worker_protocol.vocabulary import ControlCommand, Transport
 
-# Not ``from typing import ...``: the client imports this module on every probe, where
-# importing typing costs milliseconds; type checkers honour a module-level TYPE_CHECKING.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from typing import Any, Final
 

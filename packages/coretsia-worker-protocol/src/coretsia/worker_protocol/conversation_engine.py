@@ -56,9 +56,7 @@ from coretsia.worker_protocol.exceptions import (
 )
 from coretsia.worker_protocol.framing import LineFramer, Need
 
-# Not ``from typing import ...``: the worker boot and the probe import this module, where
-# importing typing costs milliseconds (docs/performance.md); type checkers honour it.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     import enum
     from collections.abc import Callable, Iterable

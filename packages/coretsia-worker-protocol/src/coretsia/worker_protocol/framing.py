@@ -21,10 +21,7 @@ import enum
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.exceptions import LocalProtocolError, RemoteProtocolError
 
-# Not ``from typing import ...``: this module is on every worker's boot path and on the
-# probe path, where importing typing costs milliseconds; type checkers honour a
-# module-level TYPE_CHECKING all the same.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from typing import Final
 

@@ -1,7 +1,7 @@
 """The plain base of the records on the start-up paths: frozen, slotted value classes.
 
 Every other record is an attrs class; this base is for the ones a worker's boot or the
-status probe import, where attrs would cost about 25 ms (measured in
+status probe import, where attrs would cost a budget's worth (measured in
 ``docs/performance.md``, "Records: attrs off the start-up paths"; enforced by
 ``tests/test_record_style.py``): every frame of the protocol (public and internal: one
 family, one codec), the state, locator and generation files, the generation's process
@@ -29,9 +29,7 @@ of Coretsia's own distributions, not an API for third parties.
 
 from __future__ import annotations
 
-# Not ``from typing import ...``: importing typing costs milliseconds on the boot and
-# probe paths; type checkers honour a module-level TYPE_CHECKING all the same.
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     import sys
     from collections.abc import Callable, Iterable
@@ -197,6 +195,8 @@ class Frozen(metaclass=RecordMeta):
 
 
 def _frozen(message: str) -> AttributeError:
-    from dataclasses import FrozenInstanceError  # only when someone tries to mutate
+    from dataclasses import (
+        FrozenInstanceError,  # start-up budget: docs/performance.md#start-up-import-rules
+    )
 
     return FrozenInstanceError(message)

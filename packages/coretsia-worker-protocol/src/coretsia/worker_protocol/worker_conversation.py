@@ -65,7 +65,7 @@ from coretsia.worker_protocol.worker_channel import (
     encode_worker_frame,
 )
 
-TYPE_CHECKING = False
+TYPE_CHECKING = False  # start-up budget: docs/performance.md#start-up-import-rules
 if TYPE_CHECKING:
     from typing import Any, Final
 

@@ -25,10 +25,8 @@ import signal
 import socket
 import subprocess
 import sys
+from typing import TYPE_CHECKING
 
-# Not ``from typing import ...``: this module is imported before the supervisor's heavy
-# imports, to overlap them; type checkers honour a module-level TYPE_CHECKING.
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
     from pathlib import Path
@@ -109,7 +107,7 @@ class GuardianProcess:
 
     async def wait(self) -> int:
         """Wait for the guardian to exit and reap it; its exit status."""
-        import trio
+        import trio  # deferred: the guardian boots meanwhile
 
         if self._popen.returncode is None:
             try:

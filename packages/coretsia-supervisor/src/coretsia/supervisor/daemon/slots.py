@@ -69,9 +69,9 @@ from coretsia.worker_protocol.worker_conversation import SupervisorConversation
 LAUNCHER_CODE: Final = "from coretsia.supervisor.worker_side.launcher import main; main()"
 """What every worker runs, as ``python -c``: the launcher without ``runpy``.
 
-``-m coretsia.supervisor.worker_side.launcher`` would work the same, but ``runpy`` costs
-every worker boot a few milliseconds and about 0.2 MiB; the command line still names the
-launcher."""
+``-m coretsia.supervisor.worker_side.launcher`` would work the same, but ``runpy`` adds to
+every worker's boot (docs/performance.md, "Timings the code refers to"); the command line
+still names the launcher."""
 
 GROUP_SIGNAL_GRACE_S: Final = 0.5
 """How long a SIGTERMed worker's exit waits for the pool's own stop to land.

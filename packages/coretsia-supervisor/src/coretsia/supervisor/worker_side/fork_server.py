@@ -58,11 +58,16 @@ a preload failed or left a thread or a descriptor behind, 2 for a broken contrac
 
 from __future__ import annotations
 
+import fcntl
 import gc
 import os
+import select
 import socket
 import sys
+from typing import TYPE_CHECKING
 
+from coretsia.supervisor.worker_side.exits import leave  # imported by the launcher already
+from coretsia.supervisor.worker_side.launcher import main as launch
 from coretsia.supervisor.worker_side.sibling_fork import SiblingFork
 from coretsia.worker_protocol.conversation_engine import receive_sync
 from coretsia.worker_protocol.exceptions import ProtocolError
@@ -76,7 +81,6 @@ from coretsia.worker_protocol.internal.fork_server_conversation import (
 )
 from coretsia.worker_protocol.parent_watch import PARENT_PID_ENV, arm_parent_death, parent_matches
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final, NoReturn
 
@@ -139,8 +143,6 @@ def main() -> None:
     try:
         _serve(channel, os.getppid(), sibling)
     except SystemExit as leaving:  # only ever a forked worker's launcher leaving
-        from coretsia.supervisor.worker_side.exits import leave  # imported by the launcher already
-
         leave(leaving.code if isinstance(leaving.code, int) else 1)
     except OSError:  # the guardian is gone (the reply could not be sent)
         os._exit(0)
@@ -177,7 +179,6 @@ def _serve(channel: _Link, parent: int, sibling: SiblingFork | None) -> NoReturn
     maps each worker's pipe, whose end of file says it told (or died), to the request's
     tag and the intermediate to reap, if any.
     """
-    import select
 
     telling: dict[int, tuple[bytes, int | None]] = {}
     while True:
@@ -324,14 +325,11 @@ def _worker(
         channel.say(Started(tag))  # our pid, in the guardian's namespace: the credentials
         os.close(telling)
         if gone is not None:
-            import select
-
             select.select([gone], [], [])  # the intermediate is gone: we are the guardian's
             os.close(gone)
         os.close(channel.sock.detach())
         _descriptors(fds)
         _fresh(argv, parent)
-        from coretsia.supervisor.worker_side.launcher import main as launch
     except BaseException:  # noqa: BLE001 - nothing may unwind into the server's loop
         os._exit(1)
     launch()
@@ -343,7 +341,6 @@ def _descriptors(fds: list[int]) -> None:
     Each goes above 5 first, so that ``dup2`` never maps one onto itself or onto another
     that is still to be moved (they arrived at the lowest free numbers, 3 and up).
     """
-    import fcntl
 
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD, _HIGH_FD) for fd in fds]
     for i, fd in enumerate(high):
@@ -375,7 +372,7 @@ def _retitle(argv: tuple[str, ...]) -> None:
         start, end = int(fields[_ARG_START]), int(fields[_ARG_START + 1])
     except (OSError, ValueError, IndexError):
         return
-    import ctypes
+    import ctypes  # deferred: platform-only
 
     text = b"".join(arg.encode() + b"\0" for arg in argv)[: end - start - 1]
     ctypes.memmove(start, text.ljust(end - start, b"\0"), end - start)

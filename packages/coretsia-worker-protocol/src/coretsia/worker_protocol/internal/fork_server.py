@@ -27,7 +27,8 @@ the fork server imports this module before it forks, and every worker inherits i
 
 from __future__ import annotations
 
-TYPE_CHECKING = False
+from typing import TYPE_CHECKING
+
 if TYPE_CHECKING:
     from typing import Final
 

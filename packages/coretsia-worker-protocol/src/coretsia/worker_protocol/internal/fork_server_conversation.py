@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import enum
+from typing import TYPE_CHECKING
 
 from coretsia.worker_protocol.catalogue import Reason
 from coretsia.worker_protocol.conversation_engine import Conversation, Table
@@ -38,7 +39,6 @@ from coretsia.worker_protocol.internal.fork_server import (
     started,
 )
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Final
 
