@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from forged_server import ForgedServer
 from pools import Supervisors, cli, lock_held, wait_for, wait_gone, write_root
+from ports import free_port
 
 from coretsia.worker_protocol.control import Challenge, ControlRequest
 from coretsia.worker_protocol.control_conversation import ClientConversation
@@ -30,13 +31,6 @@ COMMANDS = ("status", "health", "stop")
 REFUSED = "CORETSIA_WORKER_COMMUNICATION_FAILED: worker-communication-failed\n"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the squatter drops from root")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _recorded_status(root: Path, port: int) -> bytes:
@@ -61,7 +55,7 @@ def test_a_squatter_on_the_freed_port_gets_nothing(
 ) -> None:
     """status, health and stop against a squatter (three ways of forging) each exit 4,
     and the squatter received no credential, no command and no MAC."""
-    port = _free_port()
+    port = free_port()
     root = write_root(short_root, task_source="lifecycle_app:stubborn", stop_timeout_ms=60000)
     with (root / "coretsia.toml").open("a") as config:
         config.write(f'\n[worker.control]\ntransport = "tcp"\n\n[worker.tcp]\nport = {port}\n')

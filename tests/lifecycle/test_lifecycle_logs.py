@@ -3,21 +3,14 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 from pools import Supervisor, Supervisors, cli, wait_for, wait_gone, write_root
+from ports import free_port
 
 from coretsia.worker_protocol.internal.runtime.logs import SAFE_FIELDS
 
 ENVELOPE = {"event", "level", "ts"}
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _assert_safe(supervisor: Supervisor, *secrets: str) -> list[str]:
@@ -39,7 +32,7 @@ def _assert_safe(supervisor: Supervisor, *secrets: str) -> list[str]:
 
 def test_full_lifecycle_logs(root: Path, supervisors: Supervisors) -> None:
     """A whole run logs its lifecycle in order, with no credential, path or port."""
-    port = _free_port()
+    port = free_port()
     with (root / "coretsia.toml").open("a") as config:
         config.write(f'\n[worker.control]\ntransport = "tcp"\n\n[worker.tcp]\nport = {port}\n')
     supervisor = supervisors(root)

@@ -59,13 +59,16 @@ def test_pid1_reaps_orphans_and_stops_gracefully(root: Path) -> None:
         assert "coretsia.supervisor.cli" in " ".join(supervisor.cmdline())
         assert cli(root, "health").returncode == 0
         # An orphan of the namespace: its parent exits at once, so it re-parents to PID 1.
+        # It lives until killed here, so the test sees it re-parented however late it looks.
         subprocess.run(
             [NSENTER, "--target", str(init.pid), "--pid", "--mount", "--",
-             "sh", "-c", "sleep 0.2 & exit 0"],
+             "sh", "-c", "sleep 600 & exit 0"],
             check=True,
             timeout=30,
         )  # fmt: skip
         wait_for(lambda: any(c.name() == "sleep" for c in init.children()))
+        (orphan,) = [c for c in init.children() if c.name() == "sleep"]
+        orphan.kill()  # its zombie stays among PID 1's children until PID 1 reaps it
         wait_for(lambda: [c for c in init.children() if c.pid != supervisor.pid] == [])
         init.send_signal(signal.SIGTERM)  # forwarded to the supervisor: graceful stop
         assert proc.wait(timeout=60) == 0

@@ -10,10 +10,18 @@ import socket
 import time
 from pathlib import Path
 
+import pytest
+
 from coretsia.sources.sqlite_queue import SqliteQueue
+
+WAKE_ALONE = (
+    "a wake-up must come within 1 s, where a missed poke would take the 5 s timeout: a "
+    "waiter kept off the CPU by other tests' processes can take longer"
+)
 
 
 class TestNotification:
+    @pytest.mark.serial(reason=WAKE_ALONE)
     def test_a_poke_wakes_a_waiter_and_queued_pokes_are_drained(self, queue: SqliteQueue) -> None:
         waiter = queue.waiter()
         try:
@@ -31,6 +39,7 @@ class TestNotification:
             waiter.close()
         assert os.listdir(queue.notify_dir) == []
 
+    @pytest.mark.serial(reason=WAKE_ALONE)
     def test_stop_descriptor_wakes_a_waiter(self, queue: SqliteQueue) -> None:
         read, write = os.pipe()
         waiter = queue.waiter(read)

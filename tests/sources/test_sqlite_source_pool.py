@@ -57,6 +57,10 @@ def handled(root: Path) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.serial(
+    reason="the stop must return within 2.5 s, under the 3 s budget: other tests' pools on "
+    "the same cores stretched it past that in a parallel run"
+)
 @pytest.mark.parametrize("root", MODES, indirect=True)
 def test_a_pool_drains_the_queue_and_stops_at_once(root: Path, supervisors: Supervisors) -> None:
     supervisor = supervisors.running(root)

@@ -11,13 +11,13 @@ tells it for the worker's pid. Every supervisor is stopped at teardown.
 from __future__ import annotations
 
 import json
-import socket
 import textwrap
 import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pools
+from ports import free_port
 
 MIB = 1024 * 1024
 LIMIT_MB = 300
@@ -55,12 +55,6 @@ def scrape(port: int) -> dict[str, float]:
             line.rsplit(" ", 1) for line in text.splitlines() if line and line[0] != "#"
         )
     }
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_task_workers_past_the_limit_are_recycled_and_every_task_is_done(

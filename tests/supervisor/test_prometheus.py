@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pools
 import pytest
+from ports import free_port
 from site_hooks import pythonpath_first
 
 from coretsia.supervisor.config import load_config
@@ -26,10 +27,8 @@ from coretsia.worker_protocol.exceptions import WorkerConfigError
 
 @pytest.fixture
 def port() -> int:
-    """A port nothing listens on now (the kernel's pick, released at once)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    """A port nothing listens on now (see :mod:`ports`)."""
+    return free_port()
 
 
 def scrape(port: int) -> dict[str, float]:

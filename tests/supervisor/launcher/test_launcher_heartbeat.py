@@ -21,6 +21,10 @@ from coretsia.worker_protocol.worker_channel import Heartbeat, Ready
 # --- the heartbeat ---------------------------------------------------------------------
 
 HEARTBEAT_MS = 300
+GAPS_ALONE = (
+    "every gap between beats must stay under the 300 ms timeout: a worker process that "
+    "other tests' processes keep off the CPU can miss it"
+)
 
 
 def _thread_ids(pid: int) -> list[int]:
@@ -57,6 +61,7 @@ def test_off_no_heartbeat_no_thread_no_import(root: Path) -> None:
     assert {"coretsia.supervisor.worker_side.heartbeat", "threading"} & modules == set()
 
 
+@pytest.mark.serial(reason=GAPS_ALONE)
 def test_beats_from_ready_on_in_a_thread_that_blocks_every_signal(root: Path) -> None:
     """On: a heartbeat right after ready, then every third of the timeout, from one more
     thread, which leaves the process's signals to the main thread."""
@@ -84,6 +89,7 @@ def test_beats_from_ready_on_in_a_thread_that_blocks_every_signal(root: Path) ->
     assert_quiet(outcome)
 
 
+@pytest.mark.serial(reason=GAPS_ALONE)
 @pytest.mark.parametrize("busy", [True, False], ids=["python", "sleep"])
 def test_a_task_ten_times_the_timeout_keeps_beating(root: Path, busy: bool) -> None:
     """A task busy in Python bytecode, or asleep in C, for ten timeouts: the beats go on,
