@@ -20,7 +20,6 @@ from coretsia.supervisor.parser import build_parser
 from coretsia.supervisor.shared import output
 from coretsia.supervisor.worker_side.exits import leave  # before any atexit handler: see leave()
 from coretsia.worker_protocol.catalogue import ConfigRule, Reason
-from coretsia.worker_protocol.client import ControlClient
 from coretsia.worker_protocol.exceptions import (
     WorkerAlreadyRunningError,
     WorkerCommunicationFailedError,
@@ -52,6 +51,8 @@ def _root(value: str) -> str:
 
 
 def _client(root: str) -> ControlClient:
+    # deferred: platform-only
+    from coretsia.worker_protocol.client import ControlClient
 
     return ControlClient(_root(root))
 
