@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import select
+import threading
 from collections.abc import Callable, Mapping
 
 
@@ -22,6 +23,7 @@ class FakeContext:
         task_type: str = "queue",
     ) -> None:
         self._read, self._write = os.pipe()
+        self._stopping = threading.Lock()  # a test's timer thread may stop it too
         self._task_type = task_type
         self.reports: list[str] = []
         """What the source reported, in order: ``unavailable <fault>``, ``available``,
@@ -60,9 +62,10 @@ class FakeContext:
 
     def stop(self) -> None:
         """Request a cooperative stop: the read end becomes readable (end of file)."""
-        if self._write >= 0:
-            os.close(self._write)
-            self._write = -1
+        with self._stopping:
+            if self._write >= 0:
+                os.close(self._write)
+                self._write = -1
 
     def close(self) -> None:
         self.stop()
