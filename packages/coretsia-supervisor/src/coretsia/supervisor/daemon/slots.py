@@ -105,7 +105,6 @@ class Life:
         self.heartbeat = heartbeat
         self._tell, self.story = trio.open_memory_channel[Happening](math.inf)
         self._reading = True
-        self._broken = False
         self._mid_frame = False
 
     async def read(self) -> None:
@@ -122,8 +121,10 @@ class Life:
     def end(self, exit_kind: ExitKind) -> None:
         """The guardian reaped the worker: read its last words, then tell its exit."""
         self._pull()
-        mid_frame = self._finish()
-        self._tell.send_nowait(Exit(exit_kind, mid_frame))
+        if self._reading:  # no end yet: what a grandchild may still write is not this life's
+            self._conversation.receive_data(b"")
+            self._pull()  # the end, or ``frame-truncated``: it died writing that frame
+        self._tell.send_nowait(Exit(exit_kind, self._mid_frame))
         self._close()
 
     def grant(self) -> None:
@@ -163,7 +164,6 @@ class Life:
                 self._mid_frame = True  # it died writing that frame
             else:
                 self._tell.send_nowait(Broken(conversation.failure()))
-                self._broken = True
 
     def _arrived(self) -> bytes | None:
         """What the worker wrote so far (``b""``: its end), or None: nothing yet."""
@@ -173,17 +173,6 @@ class Life:
             return None
         except OSError:
             return b""  # reset: the worker is gone, and its exit will say how
-
-    def _finish(self) -> bool:
-        """End the conversation; True if the channel ended inside a frame."""
-        conversation = self._conversation
-        if not (self._broken or self._mid_frame or conversation.peer_gone):
-            conversation.receive_data(b"")  # what a grandchild may still write is not ours
-            try:
-                conversation.next_event()
-            except ProtocolError:  # ``frame-truncated``: it died writing that frame
-                self._mid_frame = True
-        return self._mid_frame
 
 
 class RetireTurns:
